@@ -1,0 +1,74 @@
+# sglang-playbooks: set-up, demo and tests. Run as root on a fresh Debian/Ubuntu machine:
+#   make demo   the main job against local test hosts (podman) and the stand-in engine
+#   make test   every test: lint, syntax, unit tests, real-client checks, molecule scenarios
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+# molecule scenarios run by `make test`, in order
+MOLECULE_SCENARIOS ?= preflight
+PLAYBOOKS := $(wildcard playbooks/*.yml)
+STANDIN_TEST_TARGETS :=
+
+-include mk/*.mk
+
+.PHONY: help setup venv image lint syntax unit molecule test demo demo-hosts demo-clean clean
+
+help:
+	@echo "make demo    run the main job against two local test hosts (podman + stand-in engine)"
+	@echo "make test    run every test (lint, syntax, pytest, real-client checks, molecule)"
+	@echo "make setup   only install the prerequisites (podman, runc, debootstrap, the venv)"
+
+.cache/host-setup.done: scripts/setup-host.sh
+	bash scripts/setup-host.sh
+	@mkdir -p .cache && touch $@
+
+$(VENV)/.done: requirements-dev.txt .cache/host-setup.done
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+venv: $(VENV)/.done
+setup: venv image
+
+image: .cache/host-setup.done
+	@bash scripts/build-test-image.sh
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/yamllint --strict .
+	$(BIN)/ansible-lint --profile production --offline
+
+syntax: venv
+	@for pb in $(PLAYBOOKS); do \
+	  echo "syntax-check $$pb"; $(BIN)/ansible-playbook --syntax-check -i inventory/example $$pb >/dev/null; \
+	done
+
+unit: venv
+	$(BIN)/pytest -q tests --ignore=tests/standin/test_real_client.py
+
+molecule: venv image
+	@for s in $(MOLECULE_SCENARIOS); do \
+	  echo "=== molecule test -s $$s"; $(BIN)/molecule test -s $$s; \
+	done
+
+test: lint syntax unit $(STANDIN_TEST_TARGETS) molecule
+	@echo "make test: all passed"
+
+demo-hosts: venv image
+	bash scripts/demo-hosts.sh up
+
+demo: demo-hosts
+	$(BIN)/ansible-playbook -i inventory/demo playbooks/preflight.yml
+
+demo-clean:
+	bash scripts/demo-hosts.sh down
+
+clean: demo-clean
+	rm -rf $(VENV) .cache/client-venv .pytest_cache
