@@ -1,0 +1,382 @@
+"""The result record (schema_version 1) and the ONE parser for benchmark output.
+
+Every caller (the ``sglang_bench`` and ``sglang_bench_import`` modules, the
+report) turns client output into records with the functions here, so each
+format is parsed in exactly one place and tested once.
+
+Record keys (``RECORD_KEYS``, always present; a value the source does not show
+is ``None``, never 0):
+
+    schema_version  1
+    tool            "sglang" | "vllm": which benchmark client printed the result
+    backend         the client's --backend (sglang, vllm, sglang-oai, ...)
+    host, profile   labels set by the caller (inventory host, server-args profile)
+    run_id          the result-store run this record belongs to
+    repeat          repeat index of this point (0, 1, ...)
+    status          "ok" | "failed" | "over_capacity" | "skipped"
+    request_rate    number, or the string "inf"
+    max_concurrency, num_prompts, random_input_len, random_output_len
+    completed, failed, duration_s, total_input_tokens, total_output_tokens
+    request_throughput, input_throughput, output_throughput, total_throughput
+                    (req/s, then tok/s)
+    peak_output_throughput, peak_concurrent_requests
+    concurrency     achieved mean number of requests in flight
+    ttft_ms, tpot_ms, itl_ms, e2e_ms
+                    {mean, median, p90, p95, p99, max} (each None when not
+                    shown) or None when the source shows none of them
+
+Optional keys (``OPTIONAL_KEYS``; absent unless a caller sets them):
+
+    gpu         list of per-GPU telemetry dicts taken while the point ran:
+                {index, power_w_mean, power_w_max, util_pct_mean,
+                 mem_used_mib_max, sm_clock_mhz_mean}
+    error       str: why the point failed (client error, timeout, ...)
+    raw_path    str: where the raw client output of this point was saved
+    server_args dict: the server arguments the point ran against
+    standin     bool: the numbers come from the stand-in engine, not a GPU
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+
+SCHEMA_VERSION = 1
+
+LATENCY_STATS = ("mean", "median", "p90", "p95", "p99", "max")
+LATENCY_KEYS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+
+RECORD_KEYS = (
+    "schema_version", "tool", "backend", "host", "profile", "run_id", "repeat",
+    "status", "request_rate", "max_concurrency", "num_prompts",
+    "random_input_len", "random_output_len", "completed", "failed",
+    "duration_s", "total_input_tokens", "total_output_tokens",
+    "request_throughput", "input_throughput", "output_throughput",
+    "total_throughput", "peak_output_throughput", "peak_concurrent_requests",
+    "concurrency",
+) + LATENCY_KEYS
+
+OPTIONAL_KEYS = ("gpu", "error", "raw_path", "server_args", "standin")
+GPU_KEYS = ("index", "power_w_mean", "power_w_max", "util_pct_mean",
+            "mem_used_mib_max", "sm_clock_mhz_mean")
+STATUSES = ("ok", "failed", "over_capacity", "skipped")
+
+# Values that are counts: stored as int when the source shows an integral value.
+_INT_KEYS = frozenset((
+    "max_concurrency", "num_prompts", "random_input_len", "random_output_len",
+    "completed", "failed", "total_input_tokens", "total_output_tokens",
+    "peak_concurrent_requests", "repeat",
+))
+
+
+class BenchParseError(ValueError):
+    """The text holds no benchmark result this module can read."""
+
+
+def empty_record(**labels):
+    """A schema_version 1 record with every key present and unknown (None)."""
+    record = dict.fromkeys(RECORD_KEYS)
+    record["schema_version"] = SCHEMA_VERSION
+    for key, value in labels.items():
+        if key not in RECORD_KEYS and key not in OPTIONAL_KEYS:
+            raise KeyError(f"not a record key: {key}")
+        record[key] = value
+    return record
+
+
+def normalize_record(data):
+    """Return ``data`` as a full record: missing keys filled with None.
+
+    Raises ValueError for a record of another schema_version, so a reader never
+    silently mixes schemas.
+    """
+    version = data.get("schema_version", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        raise ValueError(f"record has schema_version {version!r}; this code reads {SCHEMA_VERSION}")
+    record = empty_record()
+    record.update(data)
+    return record
+
+
+def json_safe(value):
+    """Copy ``value`` so that strict JSON can hold it: inf -> "inf", NaN -> None."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def dumps_strict(value, **kwargs):
+    """json.dumps that never writes Infinity/NaN (they are not JSON)."""
+    return json.dumps(json_safe(value), allow_nan=False, **kwargs)
+
+
+def _number(value, key=None):
+    """A float, an int for count keys, "inf" for an infinite rate, or None."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("", "not set", "none", "null", "n/a"):
+            return None
+        try:
+            value = float(text)
+        except ValueError:
+            return None
+    if isinstance(value, (int, float)):
+        value = float(value)
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            return "inf"
+        if key in _INT_KEYS and value.is_integer():
+            return int(value)
+        return value
+    return None
+
+
+def _finish(record):
+    """Drop latency dicts that hold nothing; set status from completed."""
+    for key in LATENCY_KEYS:
+        dist = record.get(key)
+        if dist is not None and all(dist.get(s) is None for s in LATENCY_STATS):
+            record[key] = None
+    if record["status"] is None:
+        record["status"] = "failed" if record["completed"] == 0 else "ok"
+    return record
+
+
+# --------------------------------------------------------------------------
+# JSONL: the client's --output-file line (SGLang; vLLM's --save-result JSON
+# uses the same names, with e2el and total_token_throughput).
+# --------------------------------------------------------------------------
+_JSON_FIELDS = {
+    "backend": "backend",
+    "request_rate": "request_rate",
+    "max_concurrency": "max_concurrency",
+    "num_prompts": "num_prompts",
+    "random_input_len": "random_input_len",
+    "random_output_len": "random_output_len",
+    "completed": "completed",
+    "failed": "failed",
+    "duration": "duration_s",
+    "total_input_tokens": "total_input_tokens",
+    "total_input": "total_input_tokens",
+    "total_output_tokens": "total_output_tokens",
+    "total_output": "total_output_tokens",
+    "request_throughput": "request_throughput",
+    "input_throughput": "input_throughput",
+    "output_throughput": "output_throughput",
+    "total_throughput": "total_throughput",
+    "total_token_throughput": "total_throughput",
+    "max_output_tokens_per_s": "peak_output_throughput",
+    "max_concurrent_requests": "peak_concurrent_requests",
+    "concurrency": "concurrency",
+}
+_JSON_LATENCY = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms",
+                 "e2e_latency": "e2e_ms", "e2el": "e2e_ms"}
+_JSON_LATENCY_RE = re.compile(
+    r"^(mean|median|p90|p95|p99|max)_(ttft|tpot|itl|e2e_latency|e2el)_ms$")
+
+
+def _load_json_object(line):
+    # Python's json reads the Infinity/-Infinity/NaN the SGLang client writes.
+    data = json.loads(line)
+    if not isinstance(data, dict):
+        raise BenchParseError(f"JSONL line is not an object: {line[:60]}")
+    return data
+
+
+def record_from_json(data):
+    """One record from a decoded client result object."""
+    record = empty_record()
+    is_vllm = "mean_e2el_ms" in data or "endpoint_type" in data
+    record["tool"] = "vllm" if is_vllm else "sglang"
+    for src, dst in _JSON_FIELDS.items():
+        if src in data and record[dst] is None:
+            value = data[src]
+            record[dst] = value if dst == "backend" else _number(value, dst)
+    for src, value in data.items():
+        match = _JSON_LATENCY_RE.match(src)
+        if match:
+            stat, metric = match.groups()
+            dist = record[_JSON_LATENCY[metric]] or dict.fromkeys(LATENCY_STATS)
+            dist[stat] = _number(value)
+            record[_JSON_LATENCY[metric]] = dist
+    return _finish(record)
+
+
+def parse_jsonl_lines(text):
+    """Every result line of a JSONL file (the client appends one per run)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise BenchParseError("no JSONL result line found (the text is empty)")
+    records = []
+    for number, line in enumerate(lines, 1):
+        try:
+            records.append(record_from_json(_load_json_object(line)))
+        except ValueError as exc:
+            raise BenchParseError(f"JSONL line {number} is not a result object: {exc}") from exc
+    return records
+
+
+def parse_jsonl_line(text):
+    """The record of the last non-blank line of a client --output-file."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise BenchParseError("no JSONL result line found (the text is empty)")
+    try:
+        return record_from_json(_load_json_object(lines[-1]))
+    except ValueError as exc:
+        raise BenchParseError(f"last JSONL line is not a result object: {exc}") from exc
+
+
+# --------------------------------------------------------------------------
+# stdout: the "Serving Benchmark Result" block.
+# --------------------------------------------------------------------------
+_BLOCK_START = re.compile(r"=+\s*Serving Benchmark Result\s*=+")
+_BLOCK_END = re.compile(r"^\s*={10,}\s*$")
+_LINE = re.compile(r"^\s*(?P<label>[A-Za-z][^:]*?)\s*:\s*(?P<value>\S.*?)\s*$")
+_LATENCY_LINE = re.compile(
+    r"^(?P<stat>mean|median|max|std|p\d+(?:\.\d+)?)\s+"
+    r"(?P<metric>ttft|tpot|itl|e2e latency|e2el)\s+\(ms\)$")
+_LATENCY_LABELS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms",
+                   "e2e latency": "e2e_ms", "e2el": "e2e_ms"}
+
+# Summary labels (lower case, single spaces) -> record key. Both clients and
+# every version seen: SGLang's old 'reqeuest' typo, vLLM's 'Total Token'.
+_STDOUT_FIELDS = {
+    "backend": "backend",
+    "traffic request rate": "request_rate",
+    "request rate configured (rps)": "request_rate",
+    "max request concurrency": "max_concurrency",
+    "max reqeuest concurrency": "max_concurrency",
+    "maximum request concurrency": "max_concurrency",
+    "successful requests": "completed",
+    "failed requests": "failed",
+    "benchmark duration (s)": "duration_s",
+    "total input tokens": "total_input_tokens",
+    "total generated tokens": "total_output_tokens",
+    "request throughput (req/s)": "request_throughput",
+    "input token throughput (tok/s)": "input_throughput",
+    "output token throughput (tok/s)": "output_throughput",
+    "total token throughput (tok/s)": "total_throughput",
+    "total throughput (tok/s)": "total_throughput",
+    "peak output token throughput (tok/s)": "peak_output_throughput",
+    "peak concurrent requests": "peak_concurrent_requests",
+    "concurrency": "concurrency",
+}
+# Lines only SGLang's client prints; vLLM's block has none of them.
+_SGLANG_MARKERS = frozenset((
+    "backend", "traffic request rate", "concurrency",
+    "total generated tokens (retokenized)", "max request concurrency",
+    "max reqeuest concurrency",
+))
+_NAMESPACE_ARG = re.compile(
+    r"\b(num_prompts|random_input_len|random_output_len|seed)=([-\w.]+)")
+
+
+def _namespace_args(line):
+    """num_prompts / random_*_len from an argparse Namespace(...) echo line."""
+    return {key: _number(value, key) for key, value in _NAMESPACE_ARG.findall(line)}
+
+
+def _parse_block(lines, context):
+    record = empty_record()
+    labels = set()
+    for raw in lines:
+        match = _LINE.match(raw)
+        if not match:
+            continue
+        label = " ".join(match.group("label").lower().split())
+        value = match.group("value")
+        labels.add(label)
+        latency = _LATENCY_LINE.match(label)
+        if latency:
+            stat, metric = latency.group("stat"), latency.group("metric")
+            if stat == "p50":
+                stat = "median"
+            if stat not in LATENCY_STATS:
+                continue
+            key = _LATENCY_LABELS[metric]
+            dist = record[key] or dict.fromkeys(LATENCY_STATS)
+            if dist[stat] is None:
+                dist[stat] = _number(value.split()[0])
+            record[key] = dist
+            continue
+        key = _STDOUT_FIELDS.get(label)
+        if key is None:
+            continue
+        if key == "backend":
+            record[key] = value.split()[0]
+        elif value.strip().lower() == "not set":
+            record[key] = None
+        else:
+            record[key] = _number(value.split()[0], key)
+    record["tool"] = "sglang" if labels & _SGLANG_MARKERS else "vllm"
+    for key in ("num_prompts", "random_input_len", "random_output_len"):
+        if record[key] is None and context.get(key) is not None:
+            record[key] = context[key]
+    return _finish(record)
+
+
+def parse_stdout(text):
+    """One record per "Serving Benchmark Result" block found in ``text``.
+
+    Reads SGLang's block in every format it has printed (with and without the
+    Backend / request-rate / concurrency / peak lines, the old 'reqeuest'
+    typo, text/vision token lines) and the block of vLLM's ``vllm bench
+    serve`` and benchmarks/benchmark_serving.py. Noise around the blocks
+    (progress bars, warnings, markdown fences), CRLF line ends and whitespace
+    collapsed to one space are tolerated. The most recent ``Namespace(...)``
+    echo before a block supplies num_prompts and the random lengths, which the
+    block itself does not show. Returns [] when no block is found.
+    """
+    lines = text.splitlines()
+    records = []
+    context = {}
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if "Namespace(" in line:
+            context.update(_namespace_args(line))
+        if not _BLOCK_START.search(line):
+            index += 1
+            continue
+        block = []
+        index += 1
+        while index < len(lines):
+            if _BLOCK_END.match(lines[index]) or _BLOCK_START.search(lines[index]):
+                break
+            block.append(lines[index])
+            index += 1
+        record = _parse_block(block, context)
+        if record["completed"] is not None or record["output_throughput"] is not None:
+            records.append(record)
+    return records
+
+
+def looks_like_jsonl(text):
+    """True when the first non-blank line is a JSON object (a JSONL file)."""
+    for line in text.splitlines():
+        if line.strip():
+            return line.lstrip().startswith("{")
+    return False
+
+
+def parse_any(text):
+    """Records from a client's saved output: a JSONL file or captured stdout."""
+    if looks_like_jsonl(text):
+        return parse_jsonl_lines(text)
+    records = parse_stdout(text)
+    if not records:
+        raise BenchParseError(
+            "no 'Serving Benchmark Result' block and no JSONL result line found")
+    return records
