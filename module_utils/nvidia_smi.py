@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 """Parsers for nvidia-smi output and the GPU facts built from them.
 
 Everything here is pure text -> data: no subprocesses, no Ansible. The
@@ -192,8 +191,8 @@ def parse_query_csv(text, fields=None):
     for row in rows:
         if len(row) != len(fields):
             raise ValueError(
-                "nvidia-smi CSV row has %d values for %d fields: %r" % (len(row), len(fields), row))
-        devices.append({field_key(f): convert_value(f, cell) for f, cell in zip(fields, row)})
+                f"nvidia-smi CSV row has {len(row)} values for {len(fields)} fields: {row!r}")
+        devices.append({field_key(f): convert_value(f, cell) for f, cell in zip(fields, row, strict=True)})
     return devices
 
 
@@ -228,7 +227,7 @@ def _matrix_lines(text):
 
 
 def _pair_key(a, b):
-    return "%s-%s" % (a, b)
+    return f"{a}-{b}"
 
 
 def _matrix(text):
@@ -284,13 +283,13 @@ def parse_topo_matrix(text):
         if not row_name.startswith("GPU"):
             continue
         matrix_cells, rest = cells[:len(columns)], cells[len(columns):]
-        for column, cell in zip(columns, matrix_cells):
+        for column, cell in zip(columns, matrix_cells, strict=False):
             if column.startswith("GPU") and _gpu_number(row_name) < _gpu_number(column):
                 result["links"][_pair_key(row_name, column)] = cell
             elif column.startswith("NIC"):
                 result["nic_links"][_pair_key(row_name, column)] = cell
         affinity = {key: None for key in extras}
-        for key, value in zip(extras, rest):
+        for key, value in zip(extras, rest, strict=False):
             affinity[key] = value if key == "cpu_affinity" else _int_or_str(value)
         if affinity.get("cpu_affinity") in NOT_AVAILABLE:
             affinity["cpu_affinity"] = None
@@ -310,7 +309,7 @@ def parse_p2p_matrix(text):
     for row_name, cells in rows.items():
         if not row_name.startswith("GPU"):
             continue
-        for column, cell in zip(columns, cells):
+        for column, cell in zip(columns, cells, strict=False):
             if column.startswith("GPU") and _gpu_number(row_name) < _gpu_number(column):
                 status[_pair_key(row_name, column)] = cell
     return status
@@ -402,7 +401,7 @@ def min_driver_for_cuda(cuda_lane):
         major, minor = major[:2], major[2]
     if major == "13":
         return "580"
-    return _MIN_DRIVER.get("%s.%s" % (major, minor))
+    return _MIN_DRIVER.get(f"{major}.{minor}")
 
 
 def driver_supports_cuda(driver_version, cuda_lane):
@@ -483,7 +482,7 @@ def parse_telemetry_csv(text, fields=TELEMETRY_FIELDS):
     for row in csv.reader(strip_ansi(text).splitlines(), skipinitialspace=True):
         if len(row) != len(fields) or _split_header(row) is not None:
             continue
-        values = {f: convert_value(f, cell) for f, cell in zip(fields, row)}
+        values = {f: convert_value(f, cell) for f, cell in zip(fields, row, strict=False)}
         index = values.get("index")
         if not isinstance(index, int):
             continue
