@@ -1,0 +1,169 @@
+"""Command line: SGLang's launch_server flags plus the stand-in's own --standin-* flags.
+
+SGLang flags keep their real names and defaults so a launch script written for
+`python -m sglang.launch_server` runs unchanged. Flags this stand-in does not know
+are warned about and ignored. Every --standin-X flag can also be given as the
+environment variable SGLANG_STANDIN_X (upper case, dashes as underscores); the flag
+wins over the environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+
+#: Defaults of the reference deployment (see DESIGN.md): KV pool size at
+#: --mem-fraction-static 0.92, and the model's MoE shape.
+REFERENCE_KV_TOKENS = 495488
+REFERENCE_MEM_FRACTION = 0.92
+FAULT_KINDS = ("oom", "not_enough_memory", "nccl", "port_in_use", "hang", "crash_after:N")
+
+
+def _bool_flag(parser, name: str, help_text: str) -> None:
+    parser.add_argument(name, action="store_true", help=help_text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m sglang_standin.launch_server",
+        description="SGLang-compatible stand-in server (no GPU). Takes "
+        "`python -m sglang.launch_server` flags; unknown flags are warned about and ignored.",
+    )
+    g = parser.add_argument_group("SGLang server arguments")
+    g.add_argument("--model-path", "--model", dest="model_path", default="standin/model",
+                   help="Model name or path (only reported, never loaded).")
+    g.add_argument("--tokenizer-path", default=None, help="Tokenizer path (reported only).")
+    g.add_argument("--served-model-name", default=None, help="Name served in /v1/models.")
+    g.add_argument("--host", default="127.0.0.1", help="Host to bind.")
+    g.add_argument("--port", type=int, default=30000, help="Port to bind.")
+    g.add_argument("--tp-size", "--tensor-parallel-size", "--tp", dest="tp_size", type=int,
+                   default=1, help="Tensor parallel size.")
+    g.add_argument("--dp-size", "--data-parallel-size", "--dp", dest="dp_size", type=int,
+                   default=1, help="Data parallel size.")
+    g.add_argument("--ep-size", "--expert-parallel-size", "--ep", dest="ep_size", type=int,
+                   default=1, help="Expert parallel size.")
+    g.add_argument("--pp-size", "--pipeline-parallel-size", dest="pp_size", type=int, default=1,
+                   help="Pipeline parallel size.")
+    g.add_argument("--nnodes", type=int, default=1, help="Number of nodes.")
+    g.add_argument("--node-rank", type=int, default=0, help="This node's rank.")
+    g.add_argument("--dist-init-addr", "--nccl-init-addr", dest="dist_init_addr", default=None,
+                   help="host:port of the distributed init server.")
+    g.add_argument("--mem-fraction-static", type=float, default=None,
+                   help="Fraction of GPU memory for weights and KV cache (scales the KV pool).")
+    g.add_argument("--max-running-requests", type=int, default=None,
+                   help="Maximum number of running requests.")
+    g.add_argument("--max-total-tokens", type=int, default=None,
+                   help="Maximum number of tokens in the KV pool.")
+    g.add_argument("--max-prefill-tokens", type=int, default=16384,
+                   help="Maximum tokens in one prefill batch.")
+    g.add_argument("--chunked-prefill-size", type=int, default=8192, help="Chunked prefill size.")
+    g.add_argument("--context-length", type=int, default=None, help="Model context length.")
+    g.add_argument("--num-continuous-decode-steps", type=int, default=1,
+                   help="Decode steps run back to back between scheduling rounds.")
+    g.add_argument("--stream-interval", type=int, default=1,
+                   help="Tokens between streamed chunks.")
+    g.add_argument("--schedule-policy", default="fcfs", help="Scheduling policy (fcfs only).")
+    g.add_argument("--quantization", default=None, help="Quantization method (reported only).")
+    g.add_argument("--kv-cache-dtype", default="auto", help="KV cache dtype (reported only).")
+    g.add_argument("--dtype", default="auto", help="Model dtype (reported only).")
+    g.add_argument("--moe-runner-backend", default="auto", help="MoE runner backend (reported only).")
+    g.add_argument("--attention-backend", default=None, help="Attention backend (reported only).")
+    g.add_argument("--load-format", default="auto", help="Weight load format (reported only).")
+    g.add_argument("--random-seed", type=int, default=None, help="Random seed.")
+    g.add_argument("--api-key", default=None, help="API key required as a Bearer token.")
+    g.add_argument("--admin-api-key", default=None, help="Admin API key (admin endpoints).")
+    g.add_argument("--log-level", default="info", help="Log level.")
+    g.add_argument("--log-level-http", default=None, help="Log level of the HTTP server.")
+    g.add_argument("--watchdog-timeout", type=float, default=300, help="Watchdog timeout (s).")
+    g.add_argument("--download-dir", default=None, help="Model download dir (ignored).")
+    g.add_argument("--revision", default=None, help="Model revision (ignored).")
+    for name, help_text in (
+        ("--disable-cuda-graph", "Disable CUDA graph (reported in the decode log)."),
+        ("--disable-radix-cache", "Disable the prefix cache."),
+        ("--enable-metrics", "Serve Prometheus metrics at /metrics."),
+        ("--trust-remote-code", "Trust remote code (ignored)."),
+        ("--skip-server-warmup", "Skip the warm-up request."),
+        ("--enable-torch-compile", "Enable torch.compile (ignored)."),
+        ("--enable-dp-attention", "Enable DP attention (ignored)."),
+        ("--disable-overlap-schedule", "Disable the overlap scheduler (ignored)."),
+        ("--enable-mixed-chunk", "Mix prefill and decode (ignored)."),
+        ("--log-requests", "Log request metadata."),
+        ("--show-time-cost", "Show time costs (ignored)."),
+    ):
+        _bool_flag(g, name, help_text)
+
+    s = parser.add_argument_group(
+        "stand-in arguments", "Also settable as SGLANG_STANDIN_<NAME> environment variables."
+    )
+    s.add_argument("--standin-time-scale", type=float, default=None,
+                   help="Wall seconds per modelled second (default 0.05; 1.0 = real speed).")
+    s.add_argument("--standin-kv-tokens", type=int, default=None,
+                   help=f"KV pool tokens at --mem-fraction-static {REFERENCE_MEM_FRACTION} "
+                   f"(default {REFERENCE_KV_TOKENS}; scaled with the fraction).")
+    s.add_argument("--standin-startup-delay", type=float, default=None,
+                   help="Seconds from start to ready (default 2).")
+    s.add_argument("--standin-fault", default=None,
+                   help="Fail on purpose: " + " | ".join(FAULT_KINDS) + ".")
+    s.add_argument("--standin-decode-log-interval", type=int, default=None,
+                   help="Decode steps between 'Decode batch' log lines (default 40).")
+    s.add_argument("--standin-num-experts", type=int, default=None,
+                   help="Routed experts of the modelled MoE (default 256).")
+    s.add_argument("--standin-top-k", type=int, default=None,
+                   help="Experts per token of the modelled MoE (default 8).")
+    return parser
+
+
+#: --standin-* settings: (attribute, converter, default).
+STANDIN_SETTINGS = (
+    ("standin_time_scale", float, 0.05),
+    ("standin_kv_tokens", int, REFERENCE_KV_TOKENS),
+    ("standin_startup_delay", float, 2.0),
+    ("standin_fault", str, None),
+    ("standin_decode_log_interval", int, 40),
+    ("standin_num_experts", int, 256),
+    ("standin_top_k", int, 8),
+)
+
+
+def parse_args(argv: Sequence[str] | None = None,
+               environ: dict | None = None) -> tuple[argparse.Namespace, list[str]]:
+    """Parse argv; returns (args, unknown flags). Environment fills unset --standin-* flags."""
+    environ = os.environ if environ is None else environ
+    args, unknown = build_parser().parse_known_args(argv)
+    for attr, convert, default in STANDIN_SETTINGS:
+        if getattr(args, attr) is None:
+            env_name = "SGLANG_" + attr.upper()
+            raw = environ.get(env_name)
+            setattr(args, attr, convert(raw) if raw not in (None, "") else default)
+    args.served_model_name = args.served_model_name or args.model_path
+    args.tokenizer_path = args.tokenizer_path or args.model_path
+    return args, unknown
+
+
+def kv_tokens(args: argparse.Namespace) -> int:
+    """KV pool size: --max-total-tokens, else the reference size scaled by mem-fraction-static.
+
+    Weights take a fixed share of memory, so the KV pool grows with what is left:
+    the pool at fraction f is base * (f - w) / (0.92 - w) with weights at w = 0.62
+    of the GPU (the reference model's share). At or below w nothing is left.
+    """
+    if args.max_total_tokens:
+        return args.max_total_tokens
+    base = args.standin_kv_tokens
+    fraction = args.mem_fraction_static
+    if fraction is None or fraction == REFERENCE_MEM_FRACTION:
+        return base
+    weights = 0.62
+    return max(0, int(base * (fraction - weights) / (REFERENCE_MEM_FRACTION - weights)))
+
+
+def context_length(args: argparse.Namespace) -> int:
+    return args.context_length or 202752
+
+
+def max_running_requests(args: argparse.Namespace, total_tokens: int) -> int:
+    """SGLang's rule when the flag is unset: between 2048 and 4096, from pool / context."""
+    if args.max_running_requests:
+        return args.max_running_requests
+    return min(max(int(total_tokens / context_length(args) * 512), 2048), 4096)

@@ -1,0 +1,269 @@
+"""The performance model and the scheduler that drives it.
+
+Time here is modelled time: seconds on the reference GPU server (8 GPUs, tensor
+parallel 8, a 256-expert top-8 MoE). The HTTP server multiplies it by the time
+scale to get wall time; the calibration sweep runs it on a simulated clock.
+
+The scheduler works like SGLang's: requests wait in a FCFS queue, are admitted
+while the running batch is below max_running_requests and their tokens (prompt +
+max_new_tokens) fit in the KV pool, get their first token from a prefill step, and
+then one token per decode step. Decode steps run in rounds of
+num_continuous_decode_steps, and the scheduling overhead is paid once per round.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class PerfModel:
+    """Modelled step times in seconds. Calibrated against DESIGN.md's table."""
+
+    num_experts: int = 256
+    top_k: int = 8
+    #: CPU-side scheduling work per round (batch building, sampling sync).
+    schedule_overhead_s: float = 0.012
+    #: Fixed per decode step: launching layers, all-reduces over PCIe (no P2P).
+    decode_base_s: float = 0.26
+    #: Attention and dense layers, per running request.
+    decode_per_request_s: float = 1.6e-4
+    #: MoE experts: a grouped GEMM per expert costs moe_per_expert_s for its launch and
+    #: weight read, plus moe_per_expert_token_s for each routed token; the per-expert
+    #: batch is (running tokens x top_k / num_experts).
+    moe_per_expert_s: float = 1.6e-4
+    moe_per_expert_token_s: float = 1.8e-5
+    prefill_base_s: float = 0.03
+    prefill_per_token_s: float = 1.0e-5
+
+    def experts_batch(self, batch: int) -> float:
+        """Tokens each expert sees in one decode step (DESIGN.md: 2048 x 8 / 256 = 64)."""
+        return batch * self.top_k / self.num_experts
+
+    def decode_step_s(self, batch: int) -> float:
+        moe = self.num_experts * (
+            self.moe_per_expert_s + self.moe_per_expert_token_s * self.experts_batch(batch)
+        )
+        return self.decode_base_s + self.decode_per_request_s * batch + moe
+
+    def prefill_s(self, tokens: int) -> float:
+        return self.prefill_base_s + self.prefill_per_token_s * tokens
+
+
+@dataclass(eq=False)
+class Request:
+    rid: str
+    input_len: int
+    max_new_tokens: int
+    #: Called after each step that gave this request tokens (real-time serving only).
+    on_progress: Callable[[Request], None] | None = None
+    base_tokens: int = 0  # tokens generated before decode_start (the prefill token)
+    decode_start: int = 0  # scheduler.decode_steps when the request joined decoding
+    finished_tokens: int | None = None
+    arrival: float = 0.0
+    first_token_at: float | None = None
+    finished_at: float | None = None
+    admitted: bool = False
+    aborted: bool = False
+
+    @property
+    def reserved_tokens(self) -> int:
+        return self.input_len + self.max_new_tokens
+
+
+@dataclass
+class Step:
+    kind: str  # "prefill" or "decode"
+    duration_s: float
+    requests: list[Request] = field(default_factory=list)  # admitted (prefill)
+
+
+class Scheduler:
+    def __init__(self, total_tokens: int, max_running_requests: int,
+                 continuous_decode_steps: int = 1, model: PerfModel | None = None,
+                 max_prefill_tokens: int = 16384):
+        self.total_tokens = total_tokens
+        self.max_running_requests = max(1, max_running_requests)
+        self.continuous_decode_steps = max(1, continuous_decode_steps)
+        self.model = model or PerfModel()
+        self.max_prefill_tokens = max_prefill_tokens
+        self.waiting: deque[Request] = deque()
+        self.running: dict[str, Request] = {}
+        self.reserved = 0
+        self.decode_steps = 0
+        self.round_left = 0
+        self.clock = 0.0  # modelled seconds of work done
+        self.generated_tokens = 0
+        self.completed_requests = 0
+        self._finish_heap: list = []  # (decode step that finishes it, seq, request)
+        self._seq = 0
+
+    # -- queries ---------------------------------------------------------
+    def generated(self, req: Request) -> int:
+        if req.finished_tokens is not None:
+            return req.finished_tokens
+        if not req.admitted or req.first_token_at is None:
+            return 0
+        return req.base_tokens + self.decode_steps - req.decode_start
+
+    def used_tokens(self) -> int:
+        return sum(r.input_len + self.generated(r) for r in self.running.values())
+
+    def has_work(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def fits(self, req: Request) -> bool:
+        return self.reserved + req.reserved_tokens <= self.total_tokens
+
+    # -- mutation --------------------------------------------------------
+    def add(self, req: Request) -> None:
+        if req.reserved_tokens > self.total_tokens:
+            raise ValueError(
+                f"Requested token count exceeds the model's KV pool: {req.reserved_tokens} "
+                f"> {self.total_tokens}"
+            )
+        req.arrival = self.clock
+        self.waiting.append(req)
+
+    def abort(self, req: Request) -> None:
+        """Drop a request (client went away): frees its KV reservation."""
+        req.aborted = True
+        if req.rid in self.running:
+            self._finish(req)
+        else:
+            try:
+                self.waiting.remove(req)
+            except ValueError:
+                pass
+
+    def plan(self) -> Step | None:
+        """Decide the next step; its effects apply in complete()."""
+        overhead = 0.0
+        if self.round_left <= 0 or not self.running:
+            overhead = self.model.schedule_overhead_s
+            admitted = self._admit()
+            if admitted:
+                self.round_left = 0
+                tokens = sum(r.input_len for r in admitted)
+                return Step("prefill", overhead + self.model.prefill_s(tokens), admitted)
+            if not self.running:
+                return None
+            self.round_left = self.continuous_decode_steps
+        return Step("decode", overhead + self.model.decode_step_s(len(self.running)))
+
+    def complete(self, step: Step) -> list[Request]:
+        """Apply a planned step; returns the requests that got tokens in it."""
+        self.clock += step.duration_s
+        if step.kind == "prefill":
+            progressed = [r for r in step.requests if not r.aborted]
+            for req in progressed:
+                req.first_token_at = self.clock
+                req.base_tokens = 1
+                req.decode_start = self.decode_steps
+                self.generated_tokens += 1
+                if req.max_new_tokens <= 1:
+                    self._finish(req)
+                else:
+                    self._seq += 1
+                    finish_step = self.decode_steps + req.max_new_tokens - 1
+                    heapq.heappush(self._finish_heap, (finish_step, self._seq, req))
+            return progressed
+        self.round_left -= 1
+        self.decode_steps += 1
+        self.generated_tokens += len(self.running)
+        progressed = list(self.running.values())
+        while self._finish_heap and self._finish_heap[0][0] <= self.decode_steps:
+            req = heapq.heappop(self._finish_heap)[2]
+            if not req.aborted:
+                self._finish(req)
+        return progressed
+
+    def _admit(self) -> list[Request]:
+        admitted: list[Request] = []
+        tokens = 0
+        while self.waiting and len(self.running) < self.max_running_requests:
+            req = self.waiting[0]
+            if not self.fits(req):
+                break
+            if admitted and tokens + req.input_len > self.max_prefill_tokens:
+                break
+            self.waiting.popleft()
+            req.admitted = True
+            self.running[req.rid] = req
+            self.reserved += req.reserved_tokens
+            tokens += req.input_len
+            admitted.append(req)
+        return admitted
+
+    def _finish(self, req: Request) -> None:
+        if req.finished_tokens is None:
+            req.finished_tokens = self.generated(req)
+        req.finished_at = self.clock
+        if self.running.pop(req.rid, None) is not None:
+            self.reserved -= req.reserved_tokens
+            if not req.aborted:
+                self.completed_requests += 1
+
+
+@dataclass
+class BenchResult:
+    concurrency: int
+    num_prompts: int
+    duration_s: float
+    input_tokens: int
+    output_tokens: int
+
+    @property
+    def output_throughput(self) -> float:
+        return self.output_tokens / self.duration_s
+
+    @property
+    def total_throughput(self) -> float:
+        return (self.input_tokens + self.output_tokens) / self.duration_s
+
+
+def simulate_benchmark(scheduler: Scheduler, concurrency: int, num_prompts: int,
+                       input_len: int = 128, output_len: int = 128,
+                       arrival_interval_s: float = 5e-4) -> BenchResult:
+    """What `bench_serving --request-rate inf --max-concurrency C` would measure, on a
+    simulated clock: C requests in flight, each replaced as soon as it finishes.
+
+    Requests reach the scheduler one tokenizer hop at a time (arrival_interval_s
+    apart), as they do through SGLang's tokenizer manager, so a burst of new
+    requests spreads over a few steps instead of landing in one prefill.
+    """
+    pending: deque[tuple] = deque()  # (time it reaches the scheduler, request)
+    issued = 0
+    last_arrival = 0.0
+
+    def issue() -> None:
+        nonlocal issued, last_arrival
+        last_arrival = max(last_arrival, scheduler.clock) + arrival_interval_s
+        pending.append((last_arrival, Request(f"sim-{issued}", input_len, output_len)))
+        issued += 1
+
+    for _ in range(min(concurrency, num_prompts)):
+        issue()
+    start = scheduler.clock
+    completed = 0
+    while completed < num_prompts:
+        while pending and pending[0][0] <= scheduler.clock:
+            scheduler.add(pending.popleft()[1])
+        step = scheduler.plan()
+        if step is None:
+            if not pending:
+                raise RuntimeError("scheduler idle with requests outstanding")
+            scheduler.clock = pending[0][0]
+            continue
+        before = scheduler.completed_requests
+        scheduler.complete(step)
+        newly = scheduler.completed_requests - before
+        completed += newly
+        for _ in range(newly):
+            if issued < num_prompts:
+                issue()
+    return BenchResult(concurrency, num_prompts, scheduler.clock - start,
+                       input_len * num_prompts, output_len * num_prompts)

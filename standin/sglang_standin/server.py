@@ -1,0 +1,510 @@
+"""The stand-in server: start-up sequence, the engine loop and SGLang's HTTP API."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import os
+import time
+import uuid
+
+from . import SGLANG_VERSION, __version__, config, faults, logs, tokenizer
+from .httpserver import HTTPServer, Request, Response, json_response, parse_bearer
+from .model import PerfModel, Scheduler
+from .model import Request as EngineRequest
+
+HEALTH_PATHS = ("/health", "/ready", "/metrics")  # SGLang exempts these prefixes from the API key
+GPU_MEMORY_GB = 94.97
+
+
+class Engine:
+    """Runs the scheduler against the wall clock (modelled seconds x time scale)."""
+
+    def __init__(self, args, scheduler: Scheduler):
+        self.args = args
+        self.scheduler = scheduler
+        self.time_scale = args.standin_time_scale
+        self.log_interval = max(1, args.standin_decode_log_interval)
+        self.stream_interval = max(1, args.stream_interval)
+        self.wake = asyncio.Event()
+        self.crash_after: int | None = None
+        self.served_base = 0  # completed requests before the server was ready (warm-up)
+        self.gen_throughput = 0.0
+        self._log_tokens = 0
+        self._log_model_s = 0.0
+        self.prompt_tokens_total = 0
+        self.requests_total = 0
+
+    def submit(self, req: EngineRequest) -> None:
+        self.scheduler.add(req)
+        self.prompt_tokens_total += req.input_len
+        self.requests_total += 1
+        self.wake.set()
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time()
+        while True:
+            step = self.scheduler.plan() if self.scheduler.has_work() else None
+            if step is None:
+                self.wake.clear()
+                await self.wake.wait()
+                deadline = loop.time()
+                continue
+            if self.crash_after is not None and (
+                self.scheduler.completed_requests - self.served_base >= self.crash_after
+            ):
+                faults.scheduler_exception("crash", running=True)
+            # Keep to the modelled pace; when the CPU falls behind, don't bank the debt.
+            deadline = max(deadline, loop.time() - 0.05) + step.duration_s * self.time_scale
+            await asyncio.sleep(max(0.0, deadline - loop.time()))
+            progressed = self.scheduler.complete(step)
+            self._after_step(step, progressed)
+
+    def _after_step(self, step, progressed: list[EngineRequest]) -> None:
+        sched = self.scheduler
+        self._log_tokens += len(progressed)
+        self._log_model_s += step.duration_s
+        for req in progressed:
+            if req.on_progress is not None:
+                done = req.finished_tokens is not None
+                if done or sched.generated(req) % self.stream_interval == 0 or step.kind == "prefill":
+                    req.on_progress(req)
+        if step.kind == "prefill":
+            self._log_prefill(step)
+        elif sched.decode_steps % self.log_interval == 0:
+            self._log_decode()
+
+    def _usage(self):
+        used = self.scheduler.used_tokens()
+        return used, used / max(1, self.scheduler.total_tokens)
+
+    def _log_prefill(self, step) -> None:
+        used, usage = self._usage()
+        logs.scheduler_log.info(
+            "Prefill batch, #new-seq: %d, #new-token: %d, #cached-token: 0, "
+            "#token: %d, token usage: %.2f, #running-req: %d, #queue-req: %d, #pending-token: 0, ",
+            len(step.requests), sum(r.input_len for r in step.requests), used, usage,
+            len(self.scheduler.running) - len(step.requests), len(self.scheduler.waiting),
+        )
+
+    def _log_decode(self) -> None:
+        used, usage = self._usage()
+        # Throughput of the modelled GPU server, in its own (modelled) seconds.
+        self.gen_throughput = self._log_tokens / self._log_model_s if self._log_model_s else 0.0
+        self._log_tokens, self._log_model_s = 0, 0.0
+        logs.scheduler_log.info(
+            "Decode batch, #running-req: %d, #token: %d, token usage: %.2f, cuda graph: %s, "
+            "gen throughput (token/s): %.2f, #queue-req: %d",
+            len(self.scheduler.running), used, usage, not self.args.disable_cuda_graph,
+            self.gen_throughput, len(self.scheduler.waiting),
+        )
+
+
+class StandinServer:
+    def __init__(self, args):
+        self.args = args
+        self.fault, self.fault_arg = faults.parse(args.standin_fault)
+        self.total_tokens = config.kv_tokens(args)
+        self.max_running = config.max_running_requests(args, max(self.total_tokens, 1))
+        self.context_len = config.context_length(args)
+        self.model = PerfModel(num_experts=args.standin_num_experts, top_k=args.standin_top_k)
+        self.engine: Engine | None = None
+        self.ready = False
+        self.start_time = time.time()
+        self.http = HTTPServer(self.handle)
+        self.rid_counter = 0
+
+    # -- start-up ------------------------------------------------------------
+    async def start(self) -> None:
+        args = self.args
+        delay = max(0.0, args.standin_startup_delay)
+        log = logs.scheduler_log
+        logs.main_log.info("server_args=%s", _server_args_repr(args))
+        log.info("Init torch distributed begin.")
+        if self.fault == "nccl":
+            await asyncio.sleep(delay * 0.2)
+            faults.scheduler_exception("nccl")
+        log.info("Init torch distributed ends. elapsed=%.2f s, mem usage=0.58 GB", delay * 0.05)
+        log.info("Load weight begin. avail mem=%.2f GB", GPU_MEMORY_GB - 0.95)
+        await asyncio.sleep(delay * 0.45)
+        if self.fault == "oom":
+            faults.scheduler_exception("oom")
+        quant = f"quant={args.quantization}, " if args.quantization else ""
+        weights_gb = 58.91
+        log.info(
+            "Load weight end. elapsed=%.2f s, type=GlmMoeDsaForCausalLM, %savail mem=%.2f GB, "
+            "mem usage=%.2f GB.", delay * 0.45, quant, GPU_MEMORY_GB - 0.95 - weights_gb, weights_gb,
+        )
+        if self.fault == "not_enough_memory" or self.total_tokens <= 0:
+            fraction = args.mem_fraction_static or config.REFERENCE_MEM_FRACTION
+            faults.scheduler_exception("not_enough_memory", fraction=fraction)
+        kv_gb = self.total_tokens * 61 * 576 * 2 / 2**30 / max(1, args.tp_size)
+        log.info("KV Cache is allocated. dtype: torch.bfloat16, #tokens: %d, KV size: %.2f GB",
+                 self.total_tokens, kv_gb)
+        avail = GPU_MEMORY_GB - 0.95 - weights_gb - kv_gb
+        log.info("Memory pool end. avail mem=%.2f GB", avail)
+        if not args.disable_cuda_graph:
+            log.info("Capture cuda graph begin. This can take up to several minutes. "
+                     "avail mem=%.2f GB", avail)
+            await asyncio.sleep(delay * 0.15)
+            log.info("Capture cuda graph end. Time elapsed: %.2f s. mem usage=0.85 GB. "
+                     "avail mem=%.2f GB.", delay * 0.15, avail - 0.85)
+            avail -= 0.85
+        else:
+            await asyncio.sleep(delay * 0.15)
+        log.info(
+            "max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d, "
+            "max_running_requests=%d, context_len=%d, available_gpu_mem=%.2f GB",
+            self.total_tokens, args.chunked_prefill_size, args.max_prefill_tokens,
+            self.max_running, self.context_len, avail,
+        )
+        scheduler = Scheduler(self.total_tokens, self.max_running,
+                              args.num_continuous_decode_steps, self.model,
+                              args.max_prefill_tokens)
+        self.engine = Engine(args, scheduler)
+        if self.fault == "crash_after":
+            self.engine.crash_after = self.fault_arg
+        asyncio.get_running_loop().create_task(self.engine.run())
+
+        uv = logs.uvicorn_log
+        uv.info("Started server process [%d]", os.getpid())
+        uv.info("Waiting for application startup.")
+        uv.info("Application startup complete.")
+        if self.fault == "port_in_use":
+            faults.port_in_use(args.host, args.port)
+        try:
+            await self.http.start(args.host, args.port)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                faults.port_in_use(args.host, args.port)
+            raise
+        uv.info("Uvicorn running on http://%s:%d (Press CTRL+C to quit)", args.host, args.port)
+        await self._warmup(delay * 0.25)
+
+    async def _warmup(self, delay: float) -> None:
+        """SGLang's warm-up: /model_info, then one generate request, then ready."""
+        await asyncio.sleep(delay)
+        if self.fault == "hang":
+            logs.main_log.debug("stand-in fault 'hang': the warm-up request never returns")
+            return
+        access = logs.logging.getLogger("uvicorn.access")
+        access.info('127.0.0.1:0 - "GET /model_info HTTP/1.1" 200 OK')
+        await self._generate_tokens(EngineRequest("warmup", 6, 8))
+        access.info('127.0.0.1:0 - "POST /generate HTTP/1.1" 200 OK')
+        self.engine.served_base = self.engine.scheduler.completed_requests
+        self.ready = True
+        logs.main_log.info("The server is fired up and ready to roll!")
+
+    async def _generate_tokens(self, req: EngineRequest) -> None:
+        done = asyncio.Event()
+        req.on_progress = lambda r: done.set() if r.finished_tokens is not None else None
+        self.engine.submit(req)
+        await done.wait()
+
+    # -- HTTP ------------------------------------------------------------------
+    async def handle(self, request: Request) -> Response:
+        if not self._authorized(request):
+            return json_response({"error": "Unauthorized"}, 401)
+        route = ROUTES.get(request.path)
+        if route is None:
+            return json_response({"detail": "Not Found"}, 404)
+        methods, name = route
+        if request.method not in methods:
+            return json_response({"detail": "Method Not Allowed"}, 405)
+        try:
+            return await getattr(self, name)(request)
+        except (ValueError, KeyError, TypeError) as exc:
+            return json_response({"error": {"message": str(exc), "type": "invalid_request_error",
+                                            "code": 400}}, 400)
+
+    def _authorized(self, request: Request) -> bool:
+        key = self.args.api_key
+        if not key or request.method == "OPTIONS" or request.path.startswith(HEALTH_PATHS):
+            return True
+        scheme, token = parse_bearer(request.headers)
+        return bool(scheme and scheme.lower() == "bearer" and token == key)
+
+    async def health(self, request: Request) -> Response:
+        return Response(200 if self.ready else 503, b"", "text/plain")
+
+    async def health_generate(self, request: Request) -> Response:
+        if not self.ready:
+            return Response(503, b"", "text/plain")
+        await self._generate_tokens(EngineRequest(f"HEALTH_CHECK_{uuid.uuid4().hex}", 1, 1))
+        return Response(200, b"", "text/plain")
+
+    async def models(self, request: Request) -> Response:
+        name = self.args.served_model_name
+        return json_response({"object": "list", "data": [{
+            "id": name, "object": "model", "created": int(self.start_time), "owned_by": "sglang",
+            "root": name, "parent": None, "max_model_len": self.context_len,
+        }]})
+
+    async def model_info(self, request: Request) -> Response:
+        return json_response({
+            "model_path": self.args.model_path,
+            "served_model_name": self.args.served_model_name,
+            "tokenizer_path": self.args.tokenizer_path,
+            "is_generation": True,
+            "preferred_sampling_params": None,
+            "weight_version": "default",
+            "load_format": self.args.load_format,
+            "reasoning_parser": None,
+            "tool_call_parser": None,
+            "disaggregation_mode": "null",
+            "has_image_understanding": False,
+            "has_audio_understanding": False,
+            "model_type": "glm_moe_dsa",
+            "architectures": ["GlmMoeDsaForCausalLM"],
+            "standin": True,
+        })
+
+    async def server_info(self, request: Request) -> Response:
+        info = {k: v for k, v in vars(self.args).items() if not k.startswith("standin_")}
+        info.pop("api_key", None)
+        info.pop("admin_api_key", None)
+        info.update({
+            "max_running_requests": self.max_running,
+            "max_total_num_tokens": self.total_tokens,
+            "max_req_input_len": self.context_len - 5,
+            "context_len": self.context_len,
+            "status": "ready" if self.ready else "starting",
+            "startup_time": self.start_time,
+            "internal_states": [{
+                "effective_max_running_requests_per_dp": self.max_running,
+                "last_gen_throughput": self.engine.gen_throughput if self.engine else 0.0,
+                "memory_usage": {"weight": 58.91, "kvcache": 0.0, "token_capacity": self.total_tokens},
+            }],
+            "version": SGLANG_VERSION,
+            "frontend": "python",
+            "standin": True,
+            "standin_version": __version__,
+            "standin_settings": {
+                "time_scale": self.args.standin_time_scale,
+                "kv_tokens_at_0.92": self.args.standin_kv_tokens,
+                "startup_delay_s": self.args.standin_startup_delay,
+                "fault": self.args.standin_fault,
+                "num_experts": self.args.standin_num_experts,
+                "top_k": self.args.standin_top_k,
+            },
+        })
+        return json_response(info)
+
+    async def flush_cache(self, request: Request) -> Response:
+        busy = self.engine is not None and self.engine.scheduler.has_work()
+        if busy:
+            return Response(400, "Flush cache failed.\n", "text/plain")
+        logs.scheduler_log.info("Cache flushed successfully!")
+        return Response(200, "Cache flushed.\nPlease check backend logs for more details. "
+                        "(When there are running or waiting requests, the operation will not "
+                        "be performed.)\n", "text/plain")
+
+    async def metrics(self, request: Request) -> Response:
+        if not self.args.enable_metrics:
+            return json_response({"detail": "Not Found"}, 404)
+        return Response(200, self._prometheus(), "text/plain; version=0.0.4; charset=utf-8")
+
+    def _prometheus(self) -> str:
+        label = f'{{model_name="{self.args.served_model_name}",engine_type="unified",tp_rank="0",pp_rank="0"}}'
+        eng = self.engine
+        sched = eng.scheduler if eng else None
+        used = sched.used_tokens() if sched else 0
+        rows = [
+            ("num_running_reqs", "gauge", "The number of running requests.",
+             len(sched.running) if sched else 0),
+            ("num_queue_reqs", "gauge", "The number of requests in the waiting queue.",
+             len(sched.waiting) if sched else 0),
+            ("num_used_tokens", "gauge", "The number of used tokens.", used),
+            ("token_usage", "gauge", "The token usage.", used / max(1, self.total_tokens)),
+            ("gen_throughput", "gauge", "The generation throughput (token/s).",
+             eng.gen_throughput if eng else 0.0),
+            ("max_total_num_tokens", "gauge", "Maximum total number of tokens in the KV cache pool.",
+             self.total_tokens),
+            ("max_running_requests", "gauge", "The maximum number of running requests.",
+             self.max_running),
+            ("prompt_tokens_total", "counter", "Number of prefill tokens processed.",
+             eng.prompt_tokens_total if eng else 0),
+            ("generation_tokens_total", "counter", "Number of generation tokens processed.",
+             sched.generated_tokens if sched else 0),
+            ("num_requests_total", "counter", "Number of requests processed.",
+             eng.requests_total if eng else 0),
+        ]
+        out = []
+        for name, kind, help_text, value in rows:
+            out += [f"# HELP sglang:{name} {help_text}", f"# TYPE sglang:{name} {kind}",
+                    f"sglang:{name}{label} {float(value)}"]
+        return "\n".join(out) + "\n"
+
+    # -- generation --------------------------------------------------------------
+    def _new_request(self, prompt, max_new_tokens) -> tuple:
+        if isinstance(prompt, list) and prompt and isinstance(prompt[0], list):
+            prompt = prompt[0]  # a batch of one
+        if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+            prompt = prompt[0]
+        if isinstance(prompt, str):
+            prompt_tokens = len(tokenizer.encode(prompt))
+        elif isinstance(prompt, list):
+            prompt_tokens = len(prompt)
+        else:
+            raise ValueError("Either text or input_ids should be provided.")
+        if max_new_tokens is None:
+            max_new_tokens = 128
+        max_new_tokens = int(max_new_tokens)
+        if max_new_tokens < 0:
+            raise ValueError("max_new_tokens must be at least 0")
+        if prompt_tokens + max_new_tokens > self.context_len:
+            raise ValueError(
+                f"Requested token count exceeds the model's maximum context length of "
+                f"{self.context_len} tokens. You requested a total of "
+                f"{prompt_tokens + max_new_tokens} tokens."
+            )
+        self.rid_counter += 1
+        rid = uuid.uuid4().hex
+        return EngineRequest(rid, max(1, prompt_tokens), max(1, max_new_tokens)), self.rid_counter
+
+    def _progress_stream(self, req: EngineRequest):
+        """(submit, updates): updates yields the token count each time it moves."""
+        changed = asyncio.Event()
+        req.on_progress = lambda r: changed.set()
+        engine = self.engine
+
+        async def updates():
+            sent = 0
+            while True:
+                await changed.wait()
+                changed.clear()
+                count = engine.scheduler.generated(req)
+                finished = req.finished_tokens is not None
+                if count > sent or finished:
+                    sent = count
+                    yield count, finished
+                if finished:
+                    return
+        return updates()
+
+    def _abort(self, req: EngineRequest) -> None:
+        if req.finished_tokens is None:
+            self.engine.scheduler.abort(req)
+
+    async def generate(self, request: Request) -> Response:
+        if self.engine is None or not self.ready and not self.args.skip_server_warmup:
+            pass  # SGLang queues requests that arrive during warm-up; so do we
+        body = request.json()
+        prompt = body.get("input_ids") if body.get("input_ids") is not None else body.get("text")
+        params = body.get("sampling_params") or {}
+        req, seed = self._new_request(prompt, params.get("max_new_tokens"))
+        stream = bool(body.get("stream"))
+        started = time.perf_counter()
+
+        def payload(count: int, finished: bool) -> dict:
+            ids = tokenizer.output_ids(seed, count)
+            return {
+                "text": tokenizer.decode(ids),
+                "output_ids": ids,
+                "meta_info": {
+                    "id": req.rid,
+                    "finish_reason": {"type": "length", "length": count} if finished else None,
+                    "prompt_tokens": req.input_len,
+                    "weight_version": "default",
+                    "num_retractions": 0,
+                    "reasoning_tokens": 0,
+                    "completion_tokens": count,
+                    "cached_tokens": 0,
+                    "e2e_latency": time.perf_counter() - started,
+                },
+            }
+
+        updates = self._progress_stream(req)
+        self.engine.submit(req)
+        if not stream:
+            try:
+                async for count, finished in updates:
+                    if finished:
+                        return json_response(payload(count, True))
+            finally:
+                self._abort(req)
+
+        async def events():
+            try:
+                async for count, finished in updates:
+                    yield b"data: " + json.dumps(payload(count, finished)).encode() + b"\n\n"
+                yield b"data: [DONE]\n\n"
+            finally:
+                self._abort(req)
+        return Response(200, content_type="text/event-stream", stream=events())
+
+    async def completions(self, request: Request) -> Response:
+        body = request.json()
+        prompt = body.get("prompt")
+        max_tokens = body.get("max_tokens", body.get("max_completion_tokens", 16))
+        req, seed = self._new_request(prompt, max_tokens)
+        model = body.get("model") or self.args.served_model_name
+        created = int(time.time())
+        cid = req.rid
+        stream = bool(body.get("stream"))
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+
+        def usage(count: int) -> dict:
+            return {"prompt_tokens": req.input_len, "total_tokens": req.input_len + count,
+                    "completion_tokens": count, "prompt_tokens_details": None,
+                    "reasoning_tokens": 0}
+
+        def chunk(text: str, finish: str | None, extra=None) -> dict:
+            return {"id": cid, "object": "text_completion", "created": created, "model": model,
+                    "choices": [{"index": 0, "text": text, "logprobs": None,
+                                 "finish_reason": finish, "matched_stop": None}],
+                    "usage": extra}
+
+        updates = self._progress_stream(req)
+        self.engine.submit(req)
+        if not stream:
+            try:
+                async for count, finished in updates:
+                    if finished:
+                        text = tokenizer.decode(tokenizer.output_ids(seed, count))
+                        return json_response({**chunk(text, "length", usage(count)),
+                                              "metadata": {"weight_version": "default"}})
+            finally:
+                self._abort(req)
+
+        async def events():
+            sent = 0
+            try:
+                async for count, finished in updates:
+                    delta = tokenizer.decode(tokenizer.output_ids(seed, count - sent, start=sent))
+                    sent = count
+                    data = chunk(delta, "length" if finished else None)
+                    yield b"data: " + json.dumps(data).encode() + b"\n\n"
+                    if finished and include_usage:
+                        final = {"id": cid, "object": "text_completion", "created": created,
+                                 "model": model, "choices": [], "usage": usage(count)}
+                        yield b"data: " + json.dumps(final).encode() + b"\n\n"
+                yield b"data: [DONE]\n\n"
+            finally:
+                self._abort(req)
+        return Response(200, content_type="text/event-stream", stream=events())
+
+
+GET, POST = ("GET",), ("POST", "PUT")
+ROUTES = {
+    "/health": (GET, "health"),
+    "/health_generate": (GET, "health_generate"),
+    "/ready": (GET, "health"),
+    "/v1/models": (GET, "models"),
+    "/model_info": (GET, "model_info"),
+    "/get_model_info": (GET, "model_info"),
+    "/server_info": (GET, "server_info"),
+    "/get_server_info": (GET, "server_info"),
+    "/flush_cache": (("GET", "POST"), "flush_cache"),
+    "/generate": (POST, "generate"),
+    "/v1/completions": (("POST",), "completions"),
+    "/metrics": (GET, "metrics"),
+}
+
+
+def _server_args_repr(args) -> str:
+    fields = ", ".join(f"{k}={v!r}" for k, v in vars(args).items()
+                       if k not in ("api_key", "admin_api_key") and not k.startswith("standin_"))
+    return f"ServerArgs({fields})"
