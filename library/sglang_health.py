@@ -1,0 +1,276 @@
+#!/usr/bin/python
+"""Wait for an SGLang server to become healthy, failing fast with the cause when it dies."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: sglang_health
+short_description: Wait until an SGLang server answers its health endpoint, or say why it never will
+description:
+  - Polls C(/health_generate) (or another endpoint) until it answers 200.
+  - Meanwhile watches the systemd unit (or a PID) and the server log (the unit's journal for
+    the current invocation, or a log file), classifying each line as it arrives.
+  - Fails fast, with C(failure_kind) and a log tail, when the server process exits or restarts,
+    or when the log shows a fatal error (CUDA OOM, not enough memory for the KV cache, NCCL,
+    CUDA graph capture, port in use, a traceback).
+options:
+  url:
+    description: Base URL of the server.
+    type: str
+    default: http://127.0.0.1:30000
+  endpoint:
+    description: Health endpoint to poll; C(/health_generate) runs a real one-token generation.
+    type: str
+    default: /health_generate
+  unit:
+    description: systemd unit running the server; its state and journal are watched.
+    type: str
+  pid:
+    description: PID of the server when it does not run under systemd.
+    type: int
+  log_path:
+    description: Log file to watch instead of the unit's journal.
+    type: path
+  timeout:
+    description: Seconds to wait for readiness before failing with failure_kind=timeout.
+    type: float
+    default: 1800
+  interval:
+    description: Seconds between polls.
+    type: float
+    default: 0.5
+  request_timeout:
+    description: Seconds for one HTTP request.
+    type: float
+    default: 5
+  api_key:
+    description: API key (sent as Bearer); health endpoints do not need it, other probes do.
+    type: str
+  tail_lines:
+    description: Log lines returned in C(log_tail).
+    type: int
+    default: 40
+"""
+
+EXAMPLES = r"""
+- name: Wait for the server
+  sglang_health:
+    url: http://127.0.0.1:30000
+    unit: sglang.service
+    timeout: 1800
+  register: health
+"""
+
+RETURN = r"""
+ready:
+  description: The server answered 200.
+  type: bool
+  returned: always
+elapsed_s:
+  description: Seconds this module waited.
+  type: float
+  returned: always
+startup_s:
+  description: Seconds from the unit's start to readiness (when the unit's start time is known).
+  type: float
+  returned: when unit is given
+max_total_num_tokens:
+  description: KV cache capacity in tokens, from the server log.
+  type: int
+  returned: when logged
+max_running_requests:
+  description: max_running_requests the server logged at startup.
+  type: int
+  returned: when logged
+failure_kind:
+  description: oom, not_enough_memory, nccl, cuda_graph, port_in_use, traceback, exited or timeout.
+  type: str
+  returned: on failure
+failure_line:
+  description: The log line that shows the failure.
+  type: str
+  returned: on failure
+log_tail:
+  description: The last lines of the server log.
+  type: list
+  returned: always
+"""
+
+import collections
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_log import LogWatcher
+from ansible.module_utils.urls import open_url
+
+FATAL_BEFORE_READY = ("oom", "not_enough_memory", "nccl", "cuda_graph", "port_in_use", "traceback")
+
+
+class UnitWatch:
+    """The systemd unit's state and the journal of its current invocation."""
+
+    def __init__(self, module, unit):
+        self.module = module
+        self.unit = unit
+        self.cursor = None
+        first = self.show()
+        self.invocation = first.get("InvocationID", "")
+        self.restarts = first.get("NRestarts", "0")
+        self.started_monotonic_us = int(first.get("ExecMainStartTimestampMonotonic") or 0)
+
+    def show(self):
+        rc, out, err = self.module.run_command(
+            ["systemctl", "show", self.unit, "--property",
+             "ActiveState,SubState,MainPID,NRestarts,InvocationID,Result,ExecMainStatus,"
+             "ExecMainStartTimestampMonotonic"])
+        if rc != 0:
+            self.module.fail_json(msg=f"systemctl show {self.unit} failed: {err.strip()}", ready=False)
+        return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+    def dead(self):
+        """None while the invocation we watch is alive, else a description of how it ended."""
+        st = self.show()
+        if st.get("InvocationID", "") != self.invocation or st.get("NRestarts", "0") != self.restarts:
+            return f"{self.unit} exited and systemd restarted it (NRestarts={st.get('NRestarts')})"
+        if st.get("ActiveState") in ("failed", "inactive", "deactivating") or st.get("SubState") == "auto-restart":
+            return (f"{self.unit} is {st.get('ActiveState')}/{st.get('SubState')} "
+                    f"(result {st.get('Result')}, exit status {st.get('ExecMainStatus')})")
+        return None
+
+    def new_lines(self):
+        argv = ["journalctl", "--no-pager", "-o", "cat", "--show-cursor"]
+        argv += [f"_SYSTEMD_INVOCATION_ID={self.invocation}"] if self.invocation else ["-u", self.unit]
+        if self.cursor:
+            argv += ["--after-cursor", self.cursor]
+        rc, out, _ = self.module.run_command(argv)
+        lines = out.splitlines()
+        if lines and lines[-1].startswith("-- cursor: "):
+            self.cursor = lines.pop()[len("-- cursor: "):]
+        return lines if rc == 0 else []
+
+    def startup_s(self):
+        """Seconds since the unit's main process started (monotonic clock, like systemd's)."""
+        if not self.started_monotonic_us:
+            return None
+        return round(time.clock_gettime(time.CLOCK_MONOTONIC) - self.started_monotonic_us / 1e6, 2)
+
+
+class FileWatch:
+    """A log file (and optionally a PID)."""
+
+    def __init__(self, path, pid):
+        self.path = path
+        self.pid = pid
+        self.offset = 0
+        self.partial = ""
+
+    def dead(self):
+        if self.pid is None:
+            return None
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return f"process {self.pid} exited"
+        except PermissionError:
+            pass
+        return None
+
+    def new_lines(self):
+        if not self.path or not os.path.exists(self.path):
+            return []
+        with open(self.path, errors="replace") as handle:
+            handle.seek(self.offset)
+            data = handle.read()
+            self.offset = handle.tell()
+        data = self.partial + data
+        lines = data.split("\n")
+        self.partial = lines.pop()
+        return lines
+
+    def startup_s(self):
+        return None
+
+
+def probe(url, api_key, timeout):
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        response = open_url(url, headers=headers, timeout=timeout, validate_certs=False)
+        return response.getcode() == 200
+    except Exception:  # connection refused, 503 while starting, timeouts: all mean "not yet"
+        return False
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "url": {"type": "str", "default": "http://127.0.0.1:30000"},
+            "endpoint": {"type": "str", "default": "/health_generate"},
+            "unit": {"type": "str"},
+            "pid": {"type": "int"},
+            "log_path": {"type": "path"},
+            "timeout": {"type": "float", "default": 1800},
+            "interval": {"type": "float", "default": 0.5},
+            "request_timeout": {"type": "float", "default": 5},
+            "api_key": {"type": "str", "no_log": True},
+            "tail_lines": {"type": "int", "default": 40},
+        },
+        mutually_exclusive=[("unit", "pid")],
+        supports_check_mode=True,
+    )
+    p = module.params
+    url = p["url"].rstrip("/") + p["endpoint"]
+    if module.check_mode:
+        module.exit_json(changed=False, ready=None, elapsed_s=0, log_tail=[], msg="check mode: not waited")
+
+    watch = UnitWatch(module, p["unit"]) if p["unit"] and not p["log_path"] else FileWatch(p["log_path"], p["pid"])
+    watcher = LogWatcher()
+    tail = collections.deque(maxlen=p["tail_lines"])
+    start = time.monotonic()
+
+    def result(**extra):
+        state = watcher.state()
+        out = {
+            "changed": False,
+            "elapsed_s": round(time.monotonic() - start, 2),
+            "max_total_num_tokens": state["max_total_num_tokens"],
+            "max_running_requests": state["max_running_requests"],
+            "context_len": state["context_len"],
+            "log_tail": list(tail),
+            "url": url,
+        }
+        out.update(extra)
+        return out
+
+    def read_log():
+        for line in watch.new_lines():
+            tail.append(line)
+            watcher.feed(line)
+
+    while True:
+        read_log()
+        if probe(url, p["api_key"], p["request_timeout"]):
+            read_log()
+            module.exit_json(**result(ready=True, failure_kind=None, startup_s=watch.startup_s()))
+        ended = watch.dead()
+        if ended:
+            time.sleep(0.2)  # let the journal catch the last lines
+            read_log()
+            kind = watcher.failure_kind or "exited"
+            line = watcher.failure_line or ended
+            module.fail_json(msg=f"SGLang server failed during startup ({kind}): {line}",
+                             **result(ready=False, failure_kind=kind, failure_line=line, unit_state=ended))
+        if watcher.failure_kind in FATAL_BEFORE_READY:
+            module.fail_json(
+                msg=f"SGLang server logged a fatal error ({watcher.failure_kind}): {watcher.failure_line}",
+                **result(ready=False, failure_kind=watcher.failure_kind, failure_line=watcher.failure_line))
+        if time.monotonic() - start > p["timeout"]:
+            module.fail_json(
+                msg=f"SGLang server not healthy at {url} after {p['timeout']:.0f}s (still starting or hung); "
+                    "raise sglang_server_health_timeout if the model needs longer to load",
+                **result(ready=False, failure_kind="timeout", failure_line=None))
+        time.sleep(p["interval"])
+
+
+if __name__ == "__main__":
+    main()
