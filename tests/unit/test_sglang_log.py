@@ -1,0 +1,166 @@
+"""module_utils.sglang_log on SGLang-format logs (tests/fixtures/sglang-logs)."""
+from pathlib import Path
+
+import pytest
+from ansible.module_utils.sglang_log import LogWatcher, classify_log, strip_prefixes
+
+LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "sglang-logs"
+
+
+def classify(name):
+    return classify_log((LOGS / name).read_text())
+
+
+def test_ready_tp8_startup_reports_the_capacity():
+    state = classify("tp8-ready.log")
+    assert state["ready"] is True
+    assert state["failure_kind"] is None and state["failure_line"] is None
+    assert state["max_total_num_tokens"] == 495488
+    assert state["kv_cache_tokens"] == 495488
+    assert state["max_running_requests"] == 2048
+    assert state["context_len"] == 202752
+    assert state["chunked_prefill_size"] == 8192
+    assert state["max_prefill_tokens"] == 16384
+    assert state["available_gpu_mem_gb"] == pytest.approx(7.83)
+    assert state["last_decode"] == {"running_req": 2048, "token": 434176, "token_usage": 0.88,
+                                    "cuda_graph": False, "gen_throughput": 2095.12, "queue_req": 0}
+
+
+def test_journald_prefixes_give_the_same_answer():
+    assert classify("tp8-ready.journal.log") == classify("tp8-ready.log")
+
+
+@pytest.mark.parametrize("name, kind, line_start", [
+    ("not-enough-memory.log", "not_enough_memory",
+     "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."),
+    ("oom.log", "oom", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB."),
+    ("nccl.log", "nccl", "RuntimeError: NCCL error: unhandled cuda error"),
+    ("cuda-graph.log", "cuda_graph", "Exception: Capture cuda graph failed: CUDA out of memory."),
+    ("port-in-use.log", "port_in_use", "ERROR:    [Errno 98] error while attempting to bind on address"),
+    ("traceback.log", "traceback", "KeyError: 'model.layers.3.mlp.experts.w13_weight_scale_2'"),
+])
+def test_each_failure_fixture_has_its_kind_and_line(name, kind, line_start):
+    state = classify(name)
+    assert state["ready"] is False
+    assert state["failure_kind"] == kind
+    assert state["failure_line"].startswith(line_start)
+
+
+def test_failure_before_the_memory_pool_has_no_capacity():
+    state = classify("oom.log")
+    assert state["max_total_num_tokens"] is None and state["max_running_requests"] is None
+
+
+def test_kv_allocation_line_alone_gives_the_capacity():
+    state = classify("cuda-graph.log")
+    assert state["max_total_num_tokens"] == 495488 and state["max_running_requests"] is None
+
+
+def test_traceback_after_ready_still_counts():
+    state = classify("traceback-after-ready.log")
+    assert state["ready"] is True
+    assert state["failure_kind"] == "traceback"
+    assert state["failure_line"] == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert state["last_decode"]["running_req"] == 2048
+
+
+def test_streaming_watcher_follows_the_startup():
+    watcher = LogWatcher()
+    lines = (LOGS / "tp8-ready.log").read_text().splitlines()
+    ready_at = next(i for i, line in enumerate(lines) if "fired up" in line)
+    for line in lines[:ready_at]:
+        watcher.feed(line)
+    before = watcher.state()
+    assert before["ready"] is False and before["failure_kind"] is None
+    assert before["max_total_num_tokens"] == 495488
+    watcher.feed(lines[ready_at])
+    assert watcher.state()["ready"] is True
+    assert watcher.lines_seen == ready_at + 1
+
+
+def test_streaming_watcher_sees_a_failure_as_soon_as_it_is_printed():
+    watcher = LogWatcher()
+    for line in (LOGS / "nccl.log").read_text().splitlines():
+        watcher.feed(line)
+        if watcher.failure_kind:
+            break
+    # the NCCL WARN alone is not a failure; "Scheduler hit an exception" turns it into one
+    assert watcher.failure_kind == "nccl"
+    assert watcher.failure_line == ("sglang-vm:4190:4871 [2] NCCL WARN Cuda failure "
+                                    "'peer access is not supported between these two devices'")
+    assert watcher.state()["failure_kind"] == "nccl"
+
+
+def test_nccl_warn_alone_on_a_healthy_start_is_not_a_failure():
+    lines = (LOGS / "tp8-ready.log").read_text().splitlines()
+    lines.insert(20, "sglang-vm:4187:4190 [0] NCCL WARN NET/Plugin: Could not find: libnccl-net.so.")
+    state = classify_log(lines)
+    assert state["ready"] is True and state["failure_kind"] is None
+
+
+def test_generic_traceback_with_nccl_warnings_is_nccl():
+    state = classify_log([
+        "host:1:1 [0] NCCL WARN Call to ibv_create_qp failed",
+        "Traceback (most recent call last):",
+        '  File "x.py", line 1, in <module>',
+        "RuntimeError: something went wrong",
+    ])
+    assert state["failure_kind"] == "nccl"
+    assert state["failure_line"] == "host:1:1 [0] NCCL WARN Call to ibv_create_qp failed"
+
+
+@pytest.mark.parametrize("lines, kind", [
+    (["torch.distributed.DistBackendError: NCCL communicator was aborted"], "nccl"),
+    (["RuntimeError: ncclInternalError: Internal check failed."], "nccl"),
+    (["RuntimeError: CUDA error: out of memory"], "oom"),
+    (["zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:30001')"], "port_in_use"),
+    (["Exception: Capture cuda graph failed: boom", "torch.OutOfMemoryError: CUDA out of memory."],
+     "cuda_graph"),
+    (["RuntimeError: CUDA error: out of memory",
+      "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."], "not_enough_memory"),
+    (["CUDA graph capture failed.", "To work around this error, add --disable-cuda-graph"], "cuda_graph"),
+    (["[2026-11-29 09:00:19] Received sigquit from a child process. It usually means the child failed."],
+     "traceback"),
+    (["INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)"], None),
+])
+def test_priority_and_single_messages(lines, kind):
+    assert classify_log(lines)["failure_kind"] == kind
+
+
+def test_traceback_frames_quoting_error_text_are_not_the_failure_line():
+    state = classify_log([
+        "Traceback (most recent call last):",
+        '  File "pynccl_wrapper.py", line 329, in NCCL_CHECK',
+        '    raise RuntimeError(f"NCCL error: {error_str}")',
+        "RuntimeError: NCCL error: invalid usage",
+    ])
+    assert state["failure_kind"] == "nccl"
+    assert state["failure_line"] == "RuntimeError: NCCL error: invalid usage"
+
+
+def test_newer_decode_line_format_with_comma():
+    state = classify_log(["[2026-05-06 19:11:50 TP0] Decode batch, #running-req: 3, #token: 900, "
+                          "token usage: 0.01, cuda graph: True, gen throughput (token/s): 250.5, #queue-req: 1"])
+    assert state["last_decode"] == {"running_req": 3, "token": 900, "token_usage": 0.01,
+                                    "cuda_graph": True, "gen_throughput": 250.5, "queue_req": 1}
+
+
+@pytest.mark.parametrize("raw, message", [
+    ("Nov 29 09:00:01 gpu-vm run_tp8.sh[123]: [2026-11-29 09:00:01 TP0] Load weight begin.",
+     "Load weight begin."),
+    ("2026-11-29T09:00:01+0000 gpu-vm sglang-server[77]: The server is fired up and ready to roll!",
+     "The server is fired up and ready to roll!"),
+    ("[2026-11-29 09:00:01 DP0 TP3 EP3] KV Cache is allocated. #tokens: 10",
+     "KV Cache is allocated. #tokens: 10"),
+    ("\x1b[32m[2026-11-29 09:00:01] INFO:     Started server process [4187]\x1b[0m\n",
+     "INFO:     Started server process [4187]"),
+    ("plain line", "plain line"),
+])
+def test_strip_prefixes(raw, message):
+    assert strip_prefixes(raw) == message
+
+
+def test_empty_log():
+    state = classify_log("")
+    assert state["ready"] is False and state["failure_kind"] is None
+    assert state["max_total_num_tokens"] is None and state["last_decode"] is None
