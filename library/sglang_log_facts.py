@@ -122,7 +122,8 @@ def main():
     except OSError as exc:
         module.fail_json(msg=f"Cannot read the SGLang log {path}: {exc}")
 
-    module.exit_json(changed=False, path=path, tail=list(tail), **watcher.state())
+    # no "path" key: exit_json would add the file's owner/mode/size to the result
+    module.exit_json(changed=False, tail=list(tail), **watcher.state())
 
 
 if __name__ == "__main__":
