@@ -112,7 +112,7 @@ class RunStore:
                     "unset for a new run, or use the original plan to resume.")
             return False
         self._atomic_write(self.run_json_path,
-                           dumps_strict(provenance, indent=2, sort_keys=True) + "\n")
+                           dumps_strict(provenance, indent=2) + "\n")  # keeps profile order
         return True
 
     def _atomic_write(self, path, text):

@@ -1,0 +1,438 @@
+#!/usr/bin/python
+"""Ansible module (controller side): a run's records -> report.md, CSV, JSON, plots."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import statistics
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.bench_results import (
+    LATENCY_KEYS,
+    LATENCY_STATS,
+    RECORD_KEYS,
+    dumps_strict,
+)
+from ansible.module_utils.kv_plan import capacity
+from ansible.module_utils.result_store import ResultStoreError, RunStore
+
+DOCUMENTATION = r"""
+---
+module: bench_report
+short_description: Write the report of a benchmark run from its result store
+description:
+  - Runs on the controller (C(delegate_to: localhost) or a localhost play).
+    Reads C(run.json) and C(records.jsonl) of one run directory
+    (C(results/<run_id>/)) and writes C(results.json), C(results.csv),
+    C(report.md) and PNG plots into the same directory.
+  - The report has the provenance, the KV capacity with the recommended
+    max-running-requests, one comparison table per host (rows are
+    concurrencies; per profile total / output tok/s, the change of each
+    profile against the baseline, TPOT and TTFT medians, power per GPU), a
+    line for every point that was over capacity or failed and, with repeats,
+    the median and min-max spread of each point with a "within noise" verdict.
+  - A run made on the stand-in engine says so at the top of the report.
+  - Idempotent; a file is rewritten only when its content changes. Plots need
+    matplotlib; without it the other files are written and a warning says so.
+options:
+  results_dir:
+    description: The run directory, C(<bench_results_dir>/<run_id>).
+    type: path
+    required: true
+  title:
+    description: First heading of report.md.
+    type: str
+    default: SGLang benchmark report
+  baseline_profile:
+    description:
+      - Profile the others are compared with. Default is the first profile in
+        run.json's C(profiles), else the first profile name in sorted order.
+    type: str
+  template:
+    description:
+      - The report template. Default is C(templates/report.md.j2) of this
+        repository, looked up from the current directory and from the module's
+        own location; playbooks should pass
+        C("{{ playbook_dir }}/../templates/report.md.j2").
+    type: path
+  plots:
+    description: Write the PNG plots.
+    type: bool
+    default: true
+author:
+  - sglang-playbooks
+"""
+
+EXAMPLES = r"""
+- name: Write the report of the run
+  bench_report:
+    results_dir: "{{ bench_results_dir }}/{{ bench_run_id }}"
+    title: "GLM-5 NVFP4 on 8x RTX PRO 6000: baseline vs tuned"
+    baseline_profile: baseline
+    template: "{{ playbook_dir }}/../templates/report.md.j2"
+  delegate_to: localhost
+  run_once: true
+"""
+
+RETURN = r"""
+paths:
+  description: Files the report consists of (written now or already up to date).
+  returned: success
+  type: dict
+  sample:
+    report_md: results/20250101T120000Z-1a2b3c/report.md
+    results_json: results/20250101T120000Z-1a2b3c/results.json
+    results_csv: results/20250101T120000Z-1a2b3c/results.csv
+    plots: [results/20250101T120000Z-1a2b3c/throughput.png]
+written:
+  description: The subset of files whose content changed.
+  returned: success
+  type: list
+  elements: str
+tables:
+  description: The comparison tables as data, one per host.
+  returned: success
+  type: list
+  elements: dict
+  sample:
+    - host: gpu-vm-1
+      baseline: baseline
+      profiles: [baseline, tuned]
+      rows:
+        - concurrency: 2048
+          cells:
+            baseline: {total_tps: 3249.0, output_tps: 1640.0, repeats: 1, status: ok}
+            tuned: {total_tps: 4151.0, output_tps: 2095.0, repeats: 1, status: ok}
+          change:
+            tuned: {pct: 27.7, text: "+28%", within_noise: null}
+standin:
+  description: Whether the numbers come from the stand-in engine.
+  returned: success
+  type: bool
+"""
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+CELL_METRICS = ("total_tps", "output_tps", "tpot_median_ms", "ttft_median_ms", "power_w_per_gpu")
+SAME_BELOW_PCT = 1.0  # |change| below this reads "same" (as in the hand-made table)
+
+
+# ------------------------------------------------------------------ data
+
+
+def gpu_power_per_gpu(record):
+    """Mean of the per-GPU mean power draw, or None without telemetry."""
+    values = [g.get("power_w_mean") for g in record.get("gpu") or []]
+    values = [v for v in values if isinstance(v, (int, float))]
+    return statistics.fmean(values) if values else None
+
+
+def _metrics(record):
+    def median_of(key):
+        return (record.get(key) or {}).get("median")
+    return {
+        "total_tps": record.get("total_throughput"),
+        "output_tps": record.get("output_throughput"),
+        "tpot_median_ms": median_of("tpot_ms"),
+        "ttft_median_ms": median_of("ttft_ms"),
+        "power_w_per_gpu": gpu_power_per_gpu(record),
+    }
+
+
+def aggregate(records):
+    """One table cell from the records of one (host, profile, concurrency).
+
+    Median over repeats of each metric; min and max of output tok/s as the
+    spread. Status: ok when any repeat is ok, else the status recorded.
+    """
+    ok = [r for r in records if r["status"] == "ok"]
+    if not ok:
+        statuses = sorted({r["status"] for r in records})
+        errors = sorted({r.get("error") for r in records if r.get("error")})
+        return {"status": "/".join(statuses), "repeats": 0, "error": "; ".join(errors) or None,
+                **dict.fromkeys(CELL_METRICS)}
+    cell = {"status": "ok", "repeats": len(ok), "error": None}
+    per_metric = [_metrics(r) for r in ok]
+    for name in CELL_METRICS:
+        values = [m[name] for m in per_metric if m[name] is not None]
+        cell[name] = statistics.median(values) if values else None
+    outputs = [m["output_tps"] for m in per_metric if m["output_tps"] is not None]
+    cell["output_min"] = min(outputs) if outputs else None
+    cell["output_max"] = max(outputs) if outputs else None
+    return cell
+
+
+def change(base, other):
+    """Change of other's output tok/s against the baseline's, as data and text."""
+    if base["status"] != "ok" or other["status"] != "ok" or not base["output_tps"]:
+        return {"pct": None, "text": "n/a", "within_noise": None}
+    diff = other["output_tps"] - base["output_tps"]
+    pct = 100.0 * diff / base["output_tps"]
+    within = None
+    if base["repeats"] > 1 and other["repeats"] > 1:
+        spread = max(base["output_max"] - base["output_min"],
+                     other["output_max"] - other["output_min"])
+        within = abs(diff) <= spread
+    if within:
+        text = f"within noise ({pct:+.1f}%)"
+    elif abs(pct) < SAME_BELOW_PCT:
+        text = "same"
+    else:
+        text = f"{pct:+.0f}%"
+    return {"pct": round(pct, 2), "text": text, "within_noise": within}
+
+
+def profile_order(run, records):
+    named = list((run.get("profiles") or {}).keys())
+    extra = sorted({r["profile"] for r in records if r["profile"] not in named} - {None})
+    return [p for p in named if any(r["profile"] == p for r in records)] + extra
+
+
+def build_tables(run, records, baseline=None):
+    """One comparison table per host: rows = concurrencies, cells per profile."""
+    profiles = profile_order(run, records)
+    if baseline is None:
+        baseline = profiles[0] if profiles else None
+    elif baseline not in profiles:
+        raise ValueError(f"baseline_profile {baseline!r} has no records; profiles "
+                         f"in this run: {', '.join(profiles) or 'none'}")
+    tables = []
+    for host in sorted({r["host"] for r in records}, key=str):
+        mine = [r for r in records if r["host"] == host]
+        rows = []
+        for concurrency in sorted({r["max_concurrency"] for r in mine if r["max_concurrency"]}):
+            cells = {}
+            for profile in profiles:
+                group = [r for r in mine if r["profile"] == profile
+                         and r["max_concurrency"] == concurrency]
+                cells[profile] = aggregate(group) if group else {
+                    "status": "missing", "repeats": 0, "error": None,
+                    **dict.fromkeys(CELL_METRICS)}
+            rows.append({
+                "concurrency": concurrency,
+                "cells": cells,
+                "change": {p: change(cells[baseline], cells[p])
+                           for p in profiles if p != baseline},
+            })
+        tables.append({"host": host, "baseline": baseline, "profiles": profiles, "rows": rows})
+    return tables
+
+
+def problem_points(records):
+    """Points not measured cleanly: over capacity, failed or skipped."""
+    lines = []
+    for r in sorted(records, key=lambda r: (str(r["host"]), str(r["profile"]),
+                                            r["max_concurrency"] or 0, r["repeat"] or 0)):
+        if r["status"] != "ok":
+            lines.append({"host": r["host"], "profile": r["profile"],
+                          "concurrency": r["max_concurrency"], "repeat": r["repeat"],
+                          "status": r["status"], "error": r.get("error")})
+    return lines
+
+
+def kv_summary(run, records):
+    """Per host: max_total_num_tokens, lengths, capacity, recommended max-running-requests."""
+    client = {k.replace("-", "_"): v for k, v in (run.get("client_args") or {}).items()}
+    summary = []
+    for host, facts in sorted((run.get("hosts") or {}).items()):
+        tokens = (facts or {}).get("max_total_num_tokens")
+        inp = client.get("random_input_len") or next(
+            (r["random_input_len"] for r in records if r["random_input_len"]), None)
+        out = client.get("random_output_len") or next(
+            (r["random_output_len"] for r in records if r["random_output_len"]), None)
+        try:
+            cap = capacity(tokens, inp, out)
+        except ValueError:
+            cap = None
+        summary.append({"host": host, "max_total_num_tokens": tokens, "input_len": inp,
+                        "output_len": out, "capacity": cap})
+    return summary
+
+
+def differing_args(profiles):
+    """Per profile, the server args whose value differs between profiles."""
+    keys = sorted({k for args in profiles.values() for k in (args or {})})
+    varying = [k for k in keys if len({json.dumps((a or {}).get(k), sort_keys=True)
+                                       for a in profiles.values()}) > 1]
+    return {name: {k: (args or {}).get(k) for k in varying} for name, args in profiles.items()}
+
+
+# ------------------------------------------------------------------ files
+
+
+def records_csv(records):
+    latency_cols = [f"{k}_{s}" for k in LATENCY_KEYS for s in LATENCY_STATS]
+    flat = [k for k in RECORD_KEYS if k not in LATENCY_KEYS]
+    columns = flat + latency_cols + ["gpu_count", "gpu_power_w_mean", "standin", "error", "raw_path"]
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for r in records:
+        row = {k: r.get(k) for k in flat}
+        for key in LATENCY_KEYS:
+            for stat in LATENCY_STATS:
+                row[f"{key}_{stat}"] = (r.get(key) or {}).get(stat)
+        row["gpu_count"] = len(r.get("gpu") or []) or None
+        row["gpu_power_w_mean"] = gpu_power_per_gpu(r)
+        row.update(standin=r.get("standin"), error=r.get("error"), raw_path=r.get("raw_path"))
+        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    return out.getvalue()
+
+
+def plot_pngs(tables):
+    """{file name: PNG bytes}: output tok/s and median TPOT against concurrency."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    several_hosts = len(tables) > 1
+    pngs = {}
+    for name, metric, ylabel in (("throughput.png", "output_tps", "output tok/s"),
+                                 ("tpot.png", "tpot_median_ms", "median TPOT (ms)")):
+        figure, axes = pyplot.subplots(figsize=(7, 4.5), dpi=100)
+        for table in tables:
+            for profile in table["profiles"]:
+                points = [(row["concurrency"], row["cells"][profile][metric])
+                          for row in table["rows"]
+                          if row["cells"][profile][metric] is not None]
+                if points:
+                    label = f"{table['host']} / {profile}" if several_hosts else profile
+                    axes.plot(*zip(*points, strict=True), marker="o", label=label)
+        axes.set_xscale("log", base=2)
+        axes.set_xlabel("max concurrency")
+        axes.set_ylabel(ylabel)
+        axes.set_title(f"{ylabel} vs concurrency")
+        axes.grid(True, alpha=0.3)
+        if axes.lines:
+            axes.legend()
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", metadata={"Software": None})
+        pyplot.close(figure)
+        pngs[name] = buffer.getvalue()
+    return pngs
+
+
+def find_template(option):
+    if option:
+        return option
+    here = os.path.dirname(os.path.abspath(__file__))
+    for candidate in (os.path.join(os.getcwd(), "templates", "report.md.j2"),
+                      os.path.join(here, "..", "templates", "report.md.j2")):
+        if os.path.isfile(candidate):
+            return os.path.normpath(candidate)
+    raise FileNotFoundError("templates/report.md.j2 not found from the current directory "
+                            "or the module; pass the template option")
+
+
+def cli_args(args):
+    """A server/client args dict as a command line: true -> bare flag, false/None dropped."""
+    parts = []
+    for key, value in (args or {}).items():
+        flag = key if key.startswith("-") else "--" + key.replace("_", "-")
+        if value is True:
+            parts.append(flag)
+        elif value is not None and value is not False:
+            parts.append(f"{flag} {value}")
+    return " ".join(parts)
+
+
+def render_markdown(template_path, context):
+    import jinja2
+    with open(template_path, encoding="utf-8") as handle:
+        source = handle.read()
+    env = jinja2.Environment(autoescape=False, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    env.filters["num"] = lambda v, digits=0: "—" if v is None else f"{v:,.{digits}f}"
+    env.filters["cli"] = cli_args
+    env.filters["pairs"] = lambda d: ", ".join(f"{k}={v}" for k, v in (d or {}).items()) or "none"
+    return env.from_string(source).render(**context)
+
+
+def write_if_changed(path, data, check_mode=False):
+    """Write bytes unless the file already holds them; True when it changed."""
+    if os.path.exists(path):
+        with open(path, "rb") as handle:
+            if handle.read() == data:
+                return False
+    if not check_mode:
+        tmp = f"{path}.tmp-{os.getpid()}"
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    return True
+
+
+def make_report(results_dir, title="SGLang benchmark report", baseline_profile=None,
+                template=None, plots=True, check_mode=False):
+    """Everything the module does, as a function: returns the module result."""
+    results_dir = os.path.abspath(results_dir)
+    store = RunStore(os.path.dirname(results_dir), os.path.basename(results_dir))
+    run = store.read_run_json()
+    if run is None:
+        raise ResultStoreError(f"no run.json in {results_dir}: is this a run directory "
+                               "(<bench_results_dir>/<run_id>)?")
+    records = store.records()
+    if not records:
+        raise ResultStoreError(f"no records in {store.records_path}: nothing to report")
+    tables = build_tables(run, records, baseline_profile)
+    standin = bool(run.get("standin")) or any(r.get("standin") for r in records)
+    warnings = []
+    files = {
+        "results.json": (dumps_strict({"schema_version": 1, "run": run, "records": records,
+                                       "tables": tables}, indent=2, sort_keys=True) + "\n"),
+        "results.csv": records_csv(records),
+    }
+    pngs = {}
+    if plots:
+        try:
+            pngs = plot_pngs(tables)
+        except ImportError:
+            warnings.append("matplotlib is not installed on the controller: no PNG plots")
+    context = {
+        "title": title, "standin": standin, "run": run, "tables": tables,
+        "problems": problem_points(records), "kv": kv_summary(run, records),
+        "profile_args": differing_args(run.get("profiles") or {}),
+        "plots": sorted(pngs), "repeats": any(c["repeats"] > 1 for t in tables
+                                              for row in t["rows"]
+                                              for c in row["cells"].values()),
+    }
+    files["report.md"] = render_markdown(find_template(template), context)
+    files = {name: text.encode("utf-8") for name, text in files.items()}
+    files.update(pngs)
+    written = []
+    for name, data in sorted(files.items()):
+        if write_if_changed(os.path.join(results_dir, name), data, check_mode):
+            written.append(os.path.join(results_dir, name))
+    paths = {"report_md": os.path.join(results_dir, "report.md"),
+             "results_json": os.path.join(results_dir, "results.json"),
+             "results_csv": os.path.join(results_dir, "results.csv"),
+             "plots": [os.path.join(results_dir, n) for n in sorted(pngs)]}
+    return {"changed": bool(written), "paths": paths, "written": written,
+            "tables": tables, "standin": standin, "warnings": warnings}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "results_dir": {"type": "path", "required": True},
+            "title": {"type": "str", "default": "SGLang benchmark report"},
+            "baseline_profile": {"type": "str"},
+            "template": {"type": "path"},
+            "plots": {"type": "bool", "default": True},
+        },
+        supports_check_mode=True,
+    )
+    params = module.params
+    try:
+        result = make_report(params["results_dir"], params["title"], params["baseline_profile"],
+                             params["template"], params["plots"], module.check_mode)
+    except (ResultStoreError, ValueError, OSError) as exc:
+        module.fail_json(msg=str(exc), results_dir=params["results_dir"])
+    for warning in result.pop("warnings"):
+        module.warn(warning)
+    module.exit_json(**json.loads(dumps_strict(result)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""bench_report: a synthetic two-profile run rendered into report files."""
+import csv
+import json
+import os
+from pathlib import Path
+
+import bench_report
+import pytest
+from ansible.module_utils import bench_results as br
+from ansible.module_utils import result_store as rs
+from ansible.module_utils.testing import patch_module_args
+
+TEMPLATE = str(Path(__file__).resolve().parents[2] / "templates" / "report.md.j2")
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+# The hand-made table of DESIGN.md: (concurrency, total, output) per profile.
+BASELINE = [(256, 1383, 705), (512, 2205, 1106), (1024, 3190, 1601), (2048, 3249, 1640)]
+TUNED = [(256, 1384, 705), (512, 2216, 1111), (1024, 3250, 1631), (2048, 4151, 2095)]
+
+
+def point(profile, concurrency, total, out, repeat=0, host="gpu-vm-1", **more):
+    record = br.empty_record(
+        tool="sglang", backend="sglang", host=host, profile=profile, repeat=repeat,
+        status="ok", request_rate="inf", max_concurrency=concurrency,
+        num_prompts=5 * concurrency, random_input_len=128, random_output_len=128,
+        completed=5 * concurrency, total_throughput=float(total), output_throughput=float(out),
+        tpot_ms=dict.fromkeys(br.LATENCY_STATS, 10.0 + concurrency / 100),
+        ttft_ms=dict(dict.fromkeys(br.LATENCY_STATS), median=50.0 + concurrency / 10),
+        gpu=[{"index": i, "power_w_mean": 230.0 + 10 * i} for i in range(2)])
+    record.update(more)
+    return record
+
+
+def make_run(path, records, standin=False, run_id="20250101T000000Z-abcdef"):
+    store = rs.RunStore(path, run_id)
+    store.write_run_json({
+        "git_commit": "0123abc", "standin": standin, "created": "2025-01-01T00:00:00Z",
+        "hosts": {"gpu-vm-1": {"sglang_version": "0.5.9", "gpus": ["RTX PRO 6000"] * 8,
+                               "driver_version": "570.133.20", "cuda_version": "12.8",
+                               "max_total_num_tokens": 495488}},
+        "profiles": {"baseline": {"max-running-requests": 1024, "num-continuous-decode-steps": 4,
+                                  "tp-size": 8, "disable-radix-cache": True},
+                     "tuned": {"max-running-requests": 2048, "num-continuous-decode-steps": 8,
+                               "tp-size": 8, "disable-radix-cache": True}},
+        "client_args": {"dataset-name": "random-ids", "random-input-len": 128,
+                        "random-output-len": 128, "random-range-ratio": 1.0, "seed": 1},
+        "seeds": {"client": 1}, "plan": {"concurrencies": [256, 512, 1024, 2048, 3072]},
+    })
+    for record in records:
+        store.append_record(record)
+    return store.path
+
+
+@pytest.fixture
+def design_run(tmp_path):
+    records = [point("baseline", *p) for p in BASELINE] + [point("tuned", *p) for p in TUNED]
+    records.append(br.empty_record(host="gpu-vm-1", profile="tuned", max_concurrency=3072,
+                                   repeat=0, status="over_capacity"))
+    records.append(br.empty_record(host="gpu-vm-1", profile="baseline", max_concurrency=3072,
+                                   repeat=0, status="failed", error="client timed out after 600 s"))
+    return make_run(tmp_path, records)
+
+
+def test_table_numbers_and_change_match_the_design_table(design_run):
+    result = bench_report.make_report(design_run, template=TEMPLATE, baseline_profile="baseline")
+    (table,) = result["tables"]
+    assert table["profiles"] == ["baseline", "tuned"] and table["baseline"] == "baseline"
+    rows = {row["concurrency"]: row for row in table["rows"]}
+    assert rows[2048]["cells"]["tuned"]["total_tps"] == 4151
+    assert rows[2048]["cells"]["baseline"]["output_tps"] == 1640
+    assert [rows[c]["change"]["tuned"]["text"] for c in (256, 512, 1024, 2048)] == [
+        "same", "same", "+2%", "+28%"]
+    assert rows[2048]["change"]["tuned"]["pct"] == pytest.approx(27.74, abs=0.01)
+    assert rows[3072]["cells"]["tuned"]["status"] == "over_capacity"
+    assert rows[3072]["change"]["tuned"]["text"] == "n/a"
+    assert rows[256]["cells"]["tuned"]["power_w_per_gpu"] == 235.0
+
+
+def test_report_markdown_holds_the_table_provenance_and_problems(design_run):
+    bench_report.make_report(design_run, title="GLM-5 tuning", template=TEMPLATE)
+    report = Path(design_run, "report.md").read_text()
+    assert report.startswith("# GLM-5 tuning\n")
+    assert "STAND-IN" not in report
+    assert ("| 2048 | 3,249 tot / 1,640 out | 4,151 tot / 2,095 out | +28% "
+            "| 30.5 / 30.5 | 254.8 / 254.8 | 235 / 235 |") in report
+    assert "| 512 | 2,205 tot / 1,106 out | 2,216 tot / 1,111 out | same |" in report
+    assert "baseline (max-running-requests=1024, num-continuous-decode-steps=4)" in report
+    assert "`--max-running-requests 2048 --num-continuous-decode-steps 8 --tp-size 8 " \
+           "--disable-radix-cache`" in report
+    assert "Client args: `--dataset-name random-ids --random-input-len 128" in report
+    assert "Seeds: client=1" in report
+    assert "| gpu-vm-1 | 495,488 | 128 + 128 | 1,935 | 1,935 |" in report
+    assert "gpu-vm-1 / tuned / concurrency 3072 / repeat 0: **over capacity**" in report
+    assert "**failed**: client timed out after 600 s" in report
+    assert "`0123abc`" in report and "8 × RTX PRO 6000" in report and "driver 570.133.20" in report
+
+
+def test_files_are_written_pngs_are_valid_and_rerender_is_idempotent(design_run):
+    first = bench_report.make_report(design_run, template=TEMPLATE)
+    assert first["changed"] is True
+    for name in ("report.md", "results.json", "results.csv", "throughput.png", "tpot.png"):
+        assert os.path.join(design_run, name) in first["written"], name
+    for png in first["paths"]["plots"]:
+        data = Path(png).read_bytes()
+        assert data.startswith(PNG_MAGIC) and len(data) > 5000
+    mtimes = {p: os.stat(p).st_mtime_ns for p in first["written"]}
+    again = bench_report.make_report(design_run, template=TEMPLATE)
+    assert again["changed"] is False and again["written"] == []
+    assert {p: os.stat(p).st_mtime_ns for p in mtimes} == mtimes
+
+
+def test_check_mode_writes_nothing(design_run):
+    result = bench_report.make_report(design_run, template=TEMPLATE, check_mode=True)
+    assert result["changed"] is True
+    assert not os.path.exists(os.path.join(design_run, "report.md"))
+
+
+def test_results_csv_and_json(design_run):
+    bench_report.make_report(design_run, template=TEMPLATE)
+    rows = list(csv.DictReader(Path(design_run, "results.csv").open()))
+    assert len(rows) == 10
+    first = rows[0]
+    assert first["profile"] == "baseline" and first["max_concurrency"] == "256"
+    assert first["total_throughput"] == "1383.0" and first["ttft_ms_median"] == "75.6"
+    assert first["tpot_ms_p99"] == "12.56" and first["gpu_power_w_mean"] == "235.0"
+    assert first["request_rate"] == "inf" and first["ttft_ms_p99"] == ""
+    data = json.loads(Path(design_run, "results.json").read_text())
+    assert data["schema_version"] == 1 and len(data["records"]) == 10
+    assert data["run"]["git_commit"] == "0123abc"
+
+
+def test_repeats_give_median_spread_and_noise_verdict(tmp_path):
+    records = []
+    for repeat, (b, t) in enumerate([(1000, 1010), (1040, 1050), (980, 990)]):
+        records.append(point("baseline", 512, 2 * b, b, repeat=repeat))
+        records.append(point("tuned", 512, 2 * t, t, repeat=repeat))
+    for repeat, (b, t) in enumerate([(1000, 1300), (1010, 1310), (990, 1290)]):
+        records.append(point("baseline", 1024, 2 * b, b, repeat=repeat))
+        records.append(point("tuned", 1024, 2 * t, t, repeat=repeat))
+    run = make_run(tmp_path, records)
+    result = bench_report.make_report(run, template=TEMPLATE)
+    rows = {row["concurrency"]: row for row in result["tables"][0]["rows"]}
+    base = rows[512]["cells"]["baseline"]
+    assert (base["output_tps"], base["output_min"], base["output_max"], base["repeats"]) == (
+        1000, 980, 1040, 3)
+    assert rows[512]["change"]["tuned"]["within_noise"] is True
+    assert rows[512]["change"]["tuned"]["text"] == "within noise (+1.0%)"
+    assert rows[1024]["change"]["tuned"]["within_noise"] is False
+    assert rows[1024]["change"]["tuned"]["text"] == "+30%"
+    report = Path(run, "report.md").read_text()
+    assert "2,000 tot / 1,000 out (out 980–1,040, n=3)" in report
+
+
+def test_standin_run_is_labelled_at_the_top(tmp_path):
+    records = [point("baseline", 256, 100, 50, standin=True)]
+    run = make_run(tmp_path, records, standin=False)
+    bench_report.make_report(run, template=TEMPLATE)
+    head = Path(run, "report.md").read_text().split("## Provenance")[0]
+    assert "STAND-IN ENGINE, NOT A GPU" in head
+
+
+def test_several_hosts_give_a_table_each(tmp_path):
+    records = [point("baseline", 256, 100, 50, host="a"), point("baseline", 256, 200, 90, host="b")]
+    result = bench_report.make_report(make_run(tmp_path, records), template=TEMPLATE)
+    assert [t["host"] for t in result["tables"]] == ["a", "b"]
+    report = Path(result["paths"]["report_md"]).read_text()
+    assert "## Results: a" in report and "## Results: b" in report
+
+
+def test_unknown_baseline_and_empty_run_fail_clearly(tmp_path, design_run):
+    with pytest.raises(ValueError, match="baseline_profile 'fast' has no records"):
+        bench_report.make_report(design_run, template=TEMPLATE, baseline_profile="fast")
+    empty = make_run(tmp_path, [], run_id="empty")
+    with pytest.raises(rs.ResultStoreError, match="no records"):
+        bench_report.make_report(empty, template=TEMPLATE)
+
+
+def test_module_entry_point(design_run, capsys):
+    args = {"results_dir": design_run, "template": TEMPLATE, "baseline_profile": "baseline"}
+    with patch_module_args(args), pytest.raises(SystemExit):
+        bench_report.main()
+    result = json.loads(capsys.readouterr().out)
+    assert result["changed"] is True and result["standin"] is False
+    assert result["tables"][0]["rows"][3]["change"]["tuned"]["text"] == "+28%"
+    with patch_module_args({"results_dir": str(Path(design_run).parent / "missing")}), \
+            pytest.raises(SystemExit):
+        bench_report.main()
+    failure = json.loads(capsys.readouterr().out)
+    assert failure["failed"] is True and "no run.json" in failure["msg"]
