@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import sysconfig
 
 from . import logs
@@ -135,7 +134,7 @@ def port_in_use(host: str, port: int) -> None:
     logs.uvicorn_log.info("Waiting for application shutdown.")
     logs.uvicorn_log.info("Application shutdown complete.")
     logs.flush()
-    sys.exit(1)
+    os._exit(1)  # uvicorn's sys.exit(1); no asyncio teardown noise from inside the loop
 
 
 def parse(spec: str):

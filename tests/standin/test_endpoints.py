@@ -1,0 +1,129 @@
+"""SGLang 0.5.x endpoint shapes, streaming token counts and the API key."""
+
+from __future__ import annotations
+
+import json
+
+from sglang_standin import tokenizer
+
+
+def test_health_endpoints(server):
+    assert server.request("GET", "/health") == (200, b"")
+    assert server.request("GET", "/health_generate")[0] == 200
+
+
+def test_models(server):
+    data = server.json("GET", "/v1/models")
+    assert data["object"] == "list"
+    assert data["data"][0]["id"] == "glm-5"
+    assert data["data"][0]["object"] == "model"
+
+
+def test_model_info_both_paths(server):
+    for path in ("/model_info", "/get_model_info"):
+        info = server.json("GET", path)
+        assert info["model_path"] == "standin/model"
+        assert info["served_model_name"] == "glm-5"
+        assert info["is_generation"] is True
+
+
+def test_server_info_both_paths(server):
+    for path in ("/server_info", "/get_server_info"):
+        info = server.json("GET", path)
+        assert info["max_total_num_tokens"] == 495488
+        assert info["max_running_requests"] == 2048
+        assert info["internal_states"][0]["effective_max_running_requests_per_dp"] == 2048
+        assert info["version"] == "0.5.23"
+        assert info["standin"] is True
+        assert info["tp_size"] == 1
+        assert "api_key" not in info
+
+
+def test_flush_cache(server):
+    status, body = server.request("POST", "/flush_cache")
+    assert status == 200 and body.startswith(b"Cache flushed.")
+    assert server.request("GET", "/flush_cache")[0] == 200
+
+
+def test_generate_stream_is_cumulative_and_counts_real_tokens(server):
+    events = server.stream("/generate", {"input_ids": list(range(40)),
+                                         "sampling_params": {"max_new_tokens": 17},
+                                         "stream": True})
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert len(chunks) == 17
+    for n, chunk in enumerate(chunks, start=1):
+        meta = chunk["meta_info"]
+        assert meta["prompt_tokens"] == 40
+        assert meta["completion_tokens"] == n
+        assert len(chunk["output_ids"]) == n
+        assert len(tokenizer.encode(chunk["text"])) == n
+        assert tokenizer.encode(chunk["text"]) == chunk["output_ids"]
+    assert chunks[-1]["meta_info"]["finish_reason"] == {"type": "length", "length": 17}
+    assert chunks[0]["meta_info"]["finish_reason"] is None
+    assert chunks[-1]["text"].startswith(chunks[0]["text"])
+
+
+def test_generate_text_prompt_non_streaming(server):
+    data = server.json("POST", "/generate", {"text": "one two three four",
+                                             "sampling_params": {"max_new_tokens": 9}})
+    assert data["meta_info"]["prompt_tokens"] == 4
+    assert data["meta_info"]["completion_tokens"] == 9
+    assert len(tokenizer.encode(data["text"])) == 9
+    assert data["meta_info"]["finish_reason"]["type"] == "length"
+
+
+def test_completions_non_streaming(server):
+    data = server.json("POST", "/v1/completions", {"model": "glm-5", "prompt": "a b c",
+                                                   "max_tokens": 6})
+    assert data["object"] == "text_completion"
+    assert data["choices"][0]["finish_reason"] == "length"
+    assert len(tokenizer.encode(data["choices"][0]["text"])) == 6
+    assert data["usage"] == {**data["usage"], "prompt_tokens": 3, "completion_tokens": 6,
+                             "total_tokens": 9}
+
+
+def test_completions_streaming_with_usage(server):
+    events = server.stream("/v1/completions", {"prompt": [5, 6, 7, 8], "max_tokens": 5,
+                                               "stream": True,
+                                               "stream_options": {"include_usage": True}})
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    text = "".join(c["choices"][0]["text"] for c in chunks if c["choices"])
+    assert len(tokenizer.encode(text)) == 5
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 5
+    assert chunks[-2]["choices"][0]["finish_reason"] == "length"
+
+
+def test_metrics(server):
+    status, body = server.request("GET", "/metrics")
+    assert status == 200
+    text = body.decode()
+    for gauge in ("sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage",
+                  "sglang:gen_throughput", "sglang:max_total_num_tokens"):
+        assert f"# TYPE {gauge} gauge" in text
+    assert 'sglang:max_total_num_tokens{model_name="glm-5"' in text
+
+
+def test_metrics_off_without_flag(start_server):
+    srv = start_server()
+    assert srv.request("GET", "/metrics")[0] == 404
+
+
+def test_unknown_path_404(server):
+    assert server.request("GET", "/nope")[0] == 404
+
+
+def test_api_key_is_enforced_like_sglang(start_server):
+    srv = start_server("--api-key", "sekret", "--enable-metrics")
+    body = {"text": "hi", "sampling_params": {"max_new_tokens": 2}}
+    status, payload = srv.request("POST", "/generate", body)
+    assert status == 401 and json.loads(payload) == {"error": "Unauthorized"}
+    assert srv.request("POST", "/generate", body, {"Authorization": "Bearer wrong"})[0] == 401
+    assert srv.request("GET", "/server_info")[0] == 401
+    assert srv.request("GET", "/v1/models")[0] == 401
+    assert srv.request("POST", "/generate", body, {"Authorization": "Bearer sekret"})[0] == 200
+    assert srv.request("GET", "/v1/models", None, {"Authorization": "bearer sekret"})[0] == 200
+    # Health, readiness and metrics are exempt, as in SGLang.
+    for path in ("/health", "/health_generate", "/metrics"):
+        assert srv.request("GET", path)[0] == 200, path
