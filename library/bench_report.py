@@ -299,7 +299,10 @@ def plot_pngs(tables):
                 if points:
                     label = f"{table['host']} / {profile}" if several_hosts else profile
                     axes.plot(*zip(*points, strict=True), marker="o", label=label)
+        concurrencies = sorted({row["concurrency"] for t in tables for row in t["rows"]})
         axes.set_xscale("log", base=2)
+        axes.set_xticks(concurrencies, [str(c) for c in concurrencies])
+        axes.minorticks_off()
         axes.set_xlabel("max concurrency")
         axes.set_ylabel(ylabel)
         axes.set_title(f"{ylabel} vs concurrency")
