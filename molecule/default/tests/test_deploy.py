@@ -1,0 +1,103 @@
+"""What deploy.yml left on the hosts: the service, its script, its secrets and its health."""
+import json
+
+import pytest
+
+testinfra_hosts = ["podman://sglpb-deploy-1", "podman://sglpb-deploy-2"]
+
+SCRIPT = "/opt/sglang/run_tp8.sh"
+
+EXPECTED_ENV = [
+    "export CUDA_HOME=/usr/local/cuda-12.8",
+    "export NCCL_IB_DISABLE=1",
+    "export NCCL_MIN_NCHANNELS=8",
+    "export NCCL_P2P_DISABLE=1",  # derived by gpu_preflight: the fake VM has no P2P
+    "export NCCL_P2P_LEVEL=5",
+    "export OMP_NUM_THREADS=8",
+    "export SGLANG_STANDIN_STARTUP_DELAY=2",
+]
+EXPECTED_ARGS = [
+    "exec /opt/sglang/venv/bin/python -m sglang_standin.launch_server \\",
+    "  --model-path lukealonso/GLM-5-NVFP4 \\",
+    "  --host 0.0.0.0 \\",
+    "  --port 30000 \\",
+    "  --tp-size 8 \\",
+    "  --mem-fraction-static 0.92 \\",
+    "  --quantization modelopt_fp4 \\",
+    "  --moe-runner-backend flashinfer_cutlass \\",
+    "  --disable-cuda-graph \\",
+    "  --disable-radix-cache \\",
+    "  --max-running-requests 1024 \\",
+    "  --num-continuous-decode-steps 4 \\",
+    '  --api-key "${SGLANG_API_KEY}"',
+]
+
+
+def test_script_has_the_exact_env_and_flags(host):
+    script = host.file(SCRIPT)
+    assert script.user == "root" and script.group == "sglang" and script.mode == 0o750
+    lines = script.content_string.splitlines()
+    assert [line for line in lines if line.startswith("export ")] == EXPECTED_ENV
+    start = lines.index(EXPECTED_ARGS[0])
+    assert lines[start:start + len(EXPECTED_ARGS)] == EXPECTED_ARGS
+    assert "molecule-test-key" not in script.content_string
+
+
+def test_env_file_holds_the_secrets_for_root_only(host):
+    env = host.file("/etc/sglang/sglang.env")
+    assert env.user == "root" and env.mode == 0o600
+    assert 'SGLANG_API_KEY="molecule-test-key-0123"' in env.content_string
+    assert 'HF_TOKEN="hf_molecule_secret_token"' in env.content_string
+    assert host.file("/etc/sglang").mode == 0o700
+
+
+def test_unit_is_enabled_and_active_as_the_sglang_user(host):
+    svc = host.service("sglang")
+    assert svc.is_enabled and svc.is_running
+    pid = host.check_output("systemctl show -p MainPID --value sglang")
+    assert host.check_output(f"ps -o user= -p {pid}").strip() == "sglang"
+
+
+@pytest.mark.parametrize("prop,value", [
+    ("KillMode", "control-group"),
+    ("TimeoutStopUSec", "1min"),
+    ("Restart", "on-failure"),
+    ("StartLimitBurst", "3"),
+    ("LimitNOFILE", "16384"),
+    ("LimitMEMLOCK", "infinity"),
+    ("NoNewPrivileges", "yes"),
+    ("PrivateTmp", "yes"),
+    ("ProtectSystem", "full"),
+    ("ProtectHome", "yes"),
+    ("User", "sglang"),
+    ("EnvironmentFiles", "/etc/sglang/sglang.env (ignore_errors=yes)"),
+])
+def test_unit_hardening(host, prop, value):
+    assert host.check_output(f"systemctl show -p {prop} --value sglang") == value
+
+
+def test_port_listens_and_health_generate_is_200(host):
+    assert host.socket("tcp://0.0.0.0:30000").is_listening
+    code = host.check_output(
+        "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:30000/health_generate")
+    assert code == "200"
+
+
+def test_api_key_is_enforced(host):
+    unauth = host.check_output("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:30000/v1/models")
+    assert unauth == "401"
+    info = json.loads(host.check_output(
+        "curl -sf -H 'Authorization: Bearer molecule-test-key-0123' http://127.0.0.1:30000/server_info"))
+    assert info["max_running_requests"] == 1024
+    assert info["max_total_num_tokens"] == 495488
+
+
+def test_secrets_not_in_the_journal(host):
+    journal = host.check_output("journalctl -u sglang --no-pager -o cat")
+    assert "molecule-test-key-0123" not in journal
+    assert "hf_molecule_secret_token" not in journal
+
+
+def test_kv_capacity_recorded(host):
+    state = json.loads(host.file("/opt/sglang/kv-capacity.json").content_string)
+    assert state["max_total_num_tokens"] == 495488

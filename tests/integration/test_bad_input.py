@@ -1,0 +1,94 @@
+"""Bad input stops deploy.yml in its first play, with a message naming the variable and the fix.
+
+The target is this machine (connection local) in check mode, with the fake nvidia-smi answering
+as the 8-GPU Blackwell VM; every case must fail in the validation play, before any role runs.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "tests" / "fixtures" / "nvidia-smi" / "rtxpro6000-8gpu-vm"
+
+BASE_VARS = {
+    "ansible_connection": "local",
+    "ansible_python_interpreter": sys.executable,
+    "gpu_preflight_nvidia_smi": str(REPO / "tests" / "fixtures" / "fake-nvidia-smi"),
+    "gpu_preflight_driver_version_path": str(FIXTURE / "driver_version.txt"),
+    "gpu_preflight_infiniband_path": "/nonexistent",
+    "sglang_engine": "standin",
+    "sglang_server_args": {"model-path": "org/model", "port": 30000, "tp-size": 8},
+}
+
+
+def run_deploy(tmp_path, **overrides):
+    inventory = tmp_path / "hosts.yml"
+    host_vars = {**BASE_VARS, **overrides}
+    inventory.write_text(json.dumps({"sglang_servers": {"hosts": {"gpu-vm": host_vars}}}))
+    env = {**os.environ, "FAKE_NVIDIA_SMI_DIR": str(FIXTURE), "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+           "ANSIBLE_NOCOLOR": "1"}
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), "--check",
+         str(REPO / "playbooks" / "deploy.yml")],
+        capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def args(**changes):
+    merged = {**BASE_VARS["sglang_server_args"], **changes}
+    return {k: v for k, v in merged.items() if v is not None}
+
+
+CASES = {
+    "too_many_gpus": (
+        {"sglang_server_args": args(**{"tp-size": 16})},
+        "has 8 GPU(s) but the server needs 16 per host (sglang_server_args: tp-size 16"),
+    "tp_times_nnodes": (
+        {"sglang_server_args": args(**{"tp-size": 8, "pp-size": 2})},
+        "needs 16 per host"),
+    "unknown_profile": (
+        {"sglang_profile": "fastest"},
+        "sglang_profile 'fastest' is not defined; known profiles: baseline, tuned, auto"),
+    "sglang_not_in_table": (
+        {"sglang_engine": "sglang", "sglang_version": "0.4.0", "cuda_toolkit_version": "12.8"},
+        "sglang_version 0.4.0 is not in the compatibility table"),
+    "cuda13_sglang_on_cuda12": (
+        {"sglang_engine": "sglang", "sglang_version": "0.5.23", "cuda_toolkit_version": "12.8"},
+        "needs a CUDA 13.0 lane and driver >= 580.65.06"),
+    "port_out_of_range": (
+        {"sglang_server_args": args(port=70000)},
+        "port 70000 is out of range: use 1-65535"),
+    "mem_fraction_above_one": (
+        {"sglang_server_args": args(**{"mem-fraction-static": 1.2})},
+        "mem-fraction-static 1.2 must be between 0 and 1 exclusive"),
+    "mem_fraction_zero": (
+        {"sglang_server_args": args(**{"mem-fraction-static": 0})},
+        "mem-fraction-static 0 must be between 0 and 1 exclusive"),
+    "missing_model_path": (
+        {"sglang_server_args": args(**{"model-path": None})},
+        "model-path is missing: set sglang_server_args['model-path']"),
+    "bad_max_running_requests": (
+        {"sglang_server_args": args(**{"max-running-requests": -5})},
+        "max-running-requests -5 must be a positive integer or auto"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_fails_in_the_validation_play(tmp_path, case):
+    overrides, message = CASES[case]
+    rc, out = run_deploy(tmp_path, **overrides)
+    assert rc != 0, out
+    flat = " ".join(out.split())
+    assert message in flat, out
+    # Nothing past the validation play ran.
+    assert "PLAY [Deploy the SGLang server]" not in out, out
+
+
+def test_good_input_passes_validation(tmp_path):
+    """The same harness with good input gets past validation (so the cases above are meaningful)."""
+    rc, out = run_deploy(tmp_path, **{"sglang_hosts": "sglang_servers"})
+    assert "PLAY [Deploy the SGLang server]" in out, out
