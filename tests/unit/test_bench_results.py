@@ -266,3 +266,13 @@ def test_no_parsed_value_is_a_made_up_zero():
              and not isinstance(v, bool) and v == 0 and k != "schema_version"]
     assert zeros == []
     assert not any(isinstance(v, float) and math.isnan(v) for v in record.values())
+
+
+def test_old_typo_label_with_a_number_is_read():
+    # The real typo blocks above all say 'not set'; SGLang printed the number the
+    # same way when --max-concurrency was given (vllm-project/vllm#13082 shows
+    # 'Max reqeuest concurrency: 1024'). Derived from the 0.5.23 block.
+    text = read("sglang-0.5.23-client.stdout.txt").replace(
+        "Max request concurrency:", "Max reqeuest concurrency:")
+    assert "reqeuest" in text
+    assert only(br.parse_stdout(text))["max_concurrency"] == 4
