@@ -74,6 +74,10 @@ startup_s:
   description: Seconds from the unit's start to readiness (when the unit's start time is known).
   type: float
   returned: when unit is given
+ready_at:
+  description: Wall-clock time (epoch seconds) when readiness was seen.
+  type: float
+  returned: when ready
 max_total_num_tokens:
   description: KV cache capacity in tokens, from the server log.
   type: int
@@ -251,7 +255,8 @@ def main():
         read_log()
         if probe(url, p["api_key"], p["request_timeout"]):
             read_log()
-            module.exit_json(**result(ready=True, failure_kind=None, startup_s=watch.startup_s()))
+            module.exit_json(**result(ready=True, failure_kind=None, startup_s=watch.startup_s(),
+                                      ready_at=round(time.time(), 3)))
         ended = watch.dead()
         if ended:
             time.sleep(0.2)  # let the journal catch the last lines
