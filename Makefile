@@ -65,7 +65,7 @@ demo-hosts: venv image
 	bash scripts/demo-hosts.sh up
 
 demo: demo-hosts
-	$(BIN)/ansible-playbook -i inventory/demo playbooks/preflight.yml
+	$(BIN)/ansible-playbook -i inventory/demo playbooks/deploy.yml
 
 demo-clean:
 	bash scripts/demo-hosts.sh down

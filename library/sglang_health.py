@@ -74,10 +74,10 @@ startup_s:
   description: Seconds from the unit's start to readiness (when the unit's start time is known).
   type: float
   returned: when unit is given
-ready_at:
-  description: Wall-clock time (epoch seconds) when readiness was seen.
+observed_at:
+  description: Wall-clock time (epoch seconds) when readiness or the failure was seen.
   type: float
-  returned: when ready
+  returned: always
 max_total_num_tokens:
   description: KV cache capacity in tokens, from the server log.
   type: int
@@ -237,6 +237,7 @@ def main():
         out = {
             "changed": False,
             "elapsed_s": round(time.monotonic() - start, 2),
+            "observed_at": round(time.time(), 3),
             "max_total_num_tokens": state["max_total_num_tokens"],
             "max_running_requests": state["max_running_requests"],
             "context_len": state["context_len"],
@@ -255,8 +256,7 @@ def main():
         read_log()
         if probe(url, p["api_key"], p["request_timeout"]):
             read_log()
-            module.exit_json(**result(ready=True, failure_kind=None, startup_s=watch.startup_s(),
-                                      ready_at=round(time.time(), 3)))
+            module.exit_json(**result(ready=True, failure_kind=None, startup_s=watch.startup_s()))
         ended = watch.dead()
         if ended:
             time.sleep(0.2)  # let the journal catch the last lines
