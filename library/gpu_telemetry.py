@@ -1,0 +1,189 @@
+#!/usr/bin/python
+"""Ansible module: sample GPU telemetry (nvidia-smi loop) in the background; summarise a window."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.nvidia_smi import parse_telemetry_csv, telemetry_argv
+
+DOCUMENTATION = r"""
+---
+module: gpu_telemetry
+short_description: Sample GPU power, utilisation, memory and SM clock while a benchmark runs
+description:
+  - C(state=started) starts C(nvidia-smi --query-gpu=index,power.draw,utilization.gpu,memory.used,clocks.sm
+    --format=csv,noheader,nounits -l 1) in the background, each line stamped with the host's
+    epoch time, into C(path). Starting again stops the previous sampler first.
+  - C(state=window) returns the per-GPU mean/max of the samples taken between C(start) and
+    C(end) (epoch seconds, e.g. the C(started)/C(finished) of sglang_bench), in the record's
+    C(gpu) layout. The sampler keeps running.
+  - C(state=stopped) stops the sampler (by its recorded process id) and removes its files.
+  - Without nvidia-smi, C(started) reports C(available=false) and the other states return
+    an empty list; a benchmark never fails for telemetry.
+options:
+  state:
+    description: What to do.
+    type: str
+    choices: [started, window, stopped]
+    default: window
+  path:
+    description: Sample file on the host; its process id is kept in C(path).pid.
+    type: path
+    default: /tmp/sglang-gpu-telemetry.csv
+  nvidia_smi:
+    description: The nvidia-smi command.
+    type: str
+    default: nvidia-smi
+  interval_ms:
+    description: Sampling interval.
+    type: int
+    default: 1000
+  start:
+    description: Window start, epoch seconds (state=window).
+    type: float
+  end:
+    description: Window end, epoch seconds (state=window).
+    type: float
+author:
+  - sglang-playbooks
+"""
+
+EXAMPLES = r"""
+- name: Start sampling
+  gpu_telemetry:
+    state: started
+
+- name: Summarise the point's window
+  gpu_telemetry:
+    start: "{{ point.started }}"
+    end: "{{ point.finished }}"
+  register: telemetry
+"""
+
+RETURN = r"""
+gpu:
+  description: Per GPU C({index, power_w_mean, power_w_max, util_pct_mean, mem_used_mib_max, sm_clock_mhz_mean, samples}).
+  type: list
+  returned: state=window
+available:
+  description: Whether nvidia-smi was found.
+  type: bool
+  returned: always
+pid:
+  description: Process id of the sampler.
+  type: int
+  returned: state=started
+"""
+
+# The sampler: run the loop, stamp each line with the epoch time, append to the file.
+SAMPLER = r"""
+import subprocess, sys, time
+out = open(sys.argv[1], "a", buffering=1)
+proc = subprocess.Popen(sys.argv[2:], stdout=subprocess.PIPE, text=True, bufsize=1)
+for line in proc.stdout:
+    out.write("%.3f|%s" % (time.time(), line))
+"""
+
+
+def to_record_gpu(parsed):
+    """parse_telemetry_csv output -> the record's gpu list."""
+    def stat(entry, key, which):
+        value = entry.get(key)
+        return value.get(which) if isinstance(value, dict) else None
+    return [{
+        "index": e["index"],
+        "samples": e.get("samples"),
+        "power_w_mean": stat(e, "power_draw_w", "mean"),
+        "power_w_max": stat(e, "power_draw_w", "max"),
+        "util_pct_mean": stat(e, "utilization_gpu_pct", "mean"),
+        "mem_used_mib_max": stat(e, "memory_used_mib", "max"),
+        "sm_clock_mhz_mean": stat(e, "clocks_sm_mhz", "mean"),
+    } for e in parsed]
+
+
+def window(text, start, end):
+    """Lines stamped within [start, end] -> the record's gpu list."""
+    lines = []
+    for line in text.splitlines():
+        stamp, sep, rest = line.partition("|")
+        if not sep:
+            continue
+        try:
+            when = float(stamp)
+        except ValueError:
+            continue
+        if (start is None or when >= start) and (end is None or when <= end):
+            lines.append(rest)
+    return to_record_gpu(parse_telemetry_csv("\n".join(lines)))
+
+
+def _pid(path):
+    try:
+        with open(path + ".pid", encoding="utf-8") as handle:
+            return int(handle.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _stop(path):
+    pid = _pid(path)
+    stopped = False
+    if pid:
+        try:
+            os.killpg(pid, signal.SIGTERM)
+            stopped = True
+        except (ProcessLookupError, PermissionError):
+            pass
+    for name in (path, path + ".pid"):
+        if os.path.exists(name):
+            os.remove(name)
+    return stopped
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "state": {"type": "str", "default": "window", "choices": ["started", "window", "stopped"]},
+            "path": {"type": "path", "default": "/tmp/sglang-gpu-telemetry.csv"},
+            "nvidia_smi": {"type": "str", "default": "nvidia-smi"},
+            "interval_ms": {"type": "int", "default": 1000},
+            "start": {"type": "float"},
+            "end": {"type": "float"},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    smi = shutil.which(p["nvidia_smi"])
+    if p["state"] == "stopped":
+        module.exit_json(changed=_stop(p["path"]) if not module.check_mode else False,
+                         available=bool(smi))
+    if p["state"] == "window":
+        text = ""
+        if os.path.exists(p["path"]):
+            with open(p["path"], encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+        module.exit_json(changed=False, available=bool(smi), gpu=window(text, p["start"], p["end"]))
+    if not smi:
+        module.exit_json(changed=False, available=False,
+                         msg=f"{p['nvidia_smi']} not found: no GPU telemetry")
+    if module.check_mode:
+        module.exit_json(changed=True, available=True)
+    _stop(p["path"])
+    proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
+        [sys.executable, "-c", SAMPLER, p["path"], *telemetry_argv(smi, p["interval_ms"])],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, close_fds=True)
+    with open(p["path"] + ".pid", "w", encoding="utf-8") as handle:
+        handle.write(str(proc.pid))
+    time.sleep(0.05)
+    module.exit_json(changed=True, available=True, pid=proc.pid)
+
+
+if __name__ == "__main__":
+    main()
