@@ -446,6 +446,7 @@ def action_plan(params):
             _merge_run_json(store, provenance)
     except ResultStoreError as exc:
         raise ValueError(str(exc)) from exc
+    os.makedirs(os.path.join(store.path, "logs"), exist_ok=True)
     done = store.done_points()
     points = {}
     for host, info in (params.get("hosts") or {}).items():
