@@ -1,0 +1,169 @@
+"""sglang_bench: the client command line, result parsing with fallback, failure records,
+and the controller-side validate / plan / store actions; gpu_telemetry's window summary."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import gpu_telemetry
+import pytest
+import sglang_bench
+from conftest import FIXTURES
+
+PARAMS = {
+    "python": "/venv/bin/python", "client": "rust", "client_module": "auto",
+    "url": "http://10.0.0.5:30000/", "api_key": "sk-secret", "backend": "sglang",
+    "dataset_name": "random-ids", "vocab_size": 32000, "tokenize_prompt": True,
+    "input_len": 128, "output_len": 128, "max_concurrency": 256, "num_prompts": None,
+    "request_rate": "inf", "seed": 7, "warmup_requests": 2, "flush_cache": True,
+    "extra_args": [], "timeout": 60,
+    "labels": {"host": "gpu-1", "profile": "tuned", "run_id": "r1", "repeat": 0, "standin": True},
+}
+JSONL = (FIXTURES / "bench" / "sglang-0.5.23-client.jsonl").read_text()
+STDOUT = (FIXTURES / "bench" / "sglang-0.5.23-client.stdout.txt").read_text()
+
+
+def test_argv_has_the_reference_settings_and_no_key():
+    argv = sglang_bench.build_argv(PARAMS, "sglang.benchmark.rust_client", "/tmp/o.jsonl")
+    line = " ".join(argv)
+    assert argv[:3] == ["/venv/bin/python", "-m", "sglang.benchmark.rust_client"]
+    for part in ("--base-url http://10.0.0.5:30000 ", "--random-input-len 128", "--random-output-len 128",
+                 "--random-range-ratio 1.0", "--request-rate inf", "--max-concurrency 256",
+                 "--num-prompts 1280", "--seed 7", "--warmup-requests 2", "--flush-cache",
+                 "--output-file /tmp/o.jsonl", "--tokenize-prompt --vocab-size 32000 --disable-retokenize"):
+        assert part in line + " ", part
+    assert "sk-secret" not in line
+
+
+def test_argv_fixed_num_prompts_and_no_flush():
+    argv = sglang_bench.build_argv(dict(PARAMS, num_prompts=300, flush_cache=False, dataset_name="random",
+                                        extra_args=["--dataset-path", "/d.json"]), "m", "/o")
+    assert argv[argv.index("--num-prompts") + 1] == "300"
+    assert "--flush-cache" not in argv and "--tokenize-prompt" not in argv
+    assert argv[-2:] == ["--dataset-path", "/d.json"]
+
+
+def fake_runner(returncode=0, stdout="", jsonl=None, serving_exists=True, raises=None):
+    calls = []
+
+    def run(argv, **kwargs):
+        calls.append((argv, kwargs))
+        if argv[1] == "-c":  # the client-module probe
+            return subprocess.CompletedProcess(argv, 0 if serving_exists else 3, "", "")
+        if raises:
+            raise raises
+        if jsonl is not None:
+            with open(argv[argv.index("--output-file") + 1], "w") as handle:
+                handle.write(jsonl)
+        return subprocess.CompletedProcess(argv, returncode, stdout, "boom\n" if returncode else "")
+    run.calls = calls
+    return run
+
+
+@pytest.mark.parametrize(("exists", "module"), [(True, "sglang.benchmark.serving"), (False, "sglang.bench_serving")])
+def test_python_client_module_picked_by_version(exists, module):
+    assert sglang_bench.pick_client_module("py", "python", "auto", fake_runner(serving_exists=exists)) == module
+    assert sglang_bench.pick_client_module("py", "rust", "auto", fake_runner()) == "sglang.benchmark.rust_client"
+
+
+def test_run_point_parses_jsonl_with_infinity_and_labels():
+    runner = fake_runner(stdout=STDOUT, jsonl=JSONL)
+    record, raw, argv, started, finished = sglang_bench.run_point(PARAMS, runner=runner)
+    assert record["status"] == "ok" and record["request_rate"] == "inf"
+    assert record["host"] == "gpu-1" and record["profile"] == "tuned" and record["standin"] is True
+    assert record["completed"] == 20 and record["output_throughput"] > 0
+    assert raw["jsonl"] == JSONL and "Serving Benchmark Result" in raw["txt"]
+    env = runner.calls[-1][1]["env"]
+    assert env["OPENAI_API_KEY"] == "sk-secret"
+    assert finished >= started
+
+
+def test_run_point_falls_back_to_stdout():
+    record, raw, *_ = sglang_bench.run_point(PARAMS, runner=fake_runner(stdout=STDOUT, jsonl="{not json"))
+    assert record["status"] == "ok" and record["completed"] is not None
+
+
+@pytest.mark.parametrize(("runner", "fragment"), [
+    (fake_runner(returncode=1, stdout="Traceback"), "client exited with 1: boom"),
+    (fake_runner(raises=subprocess.TimeoutExpired("x", 60)), "timed out after 60 s"),
+    (fake_runner(raises=FileNotFoundError(2, "No such file")), "cannot run the client"),
+    (fake_runner(stdout="no result here"), "no result in the client's output"),
+])
+def test_failed_client_gives_a_failed_record(runner, fragment):
+    record, *_ = sglang_bench.run_point(PARAMS, runner=runner)
+    assert record["status"] == "failed" and fragment in record["error"]
+    assert record["max_concurrency"] == 256 and record["num_prompts"] == 1280
+    assert record["output_throughput"] is None and record["host"] == "gpu-1"
+
+
+VALIDATE = {"concurrencies": [256, 512], "num_prompts": None, "input_len": 128, "output_len": 128,
+            "context_len": None, "repeats": 1, "profiles": ["baseline"],
+            "known_profiles": {"baseline": {}, "tuned": {}}, "plan": {"c": [256, 512]}}
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    ({"concurrencies": []}, "sglang_benchmark_concurrencies"),
+    ({"concurrencies": [256, 0]}, "sglang_benchmark_concurrencies"),
+    ({"concurrencies": [-1]}, "sglang_benchmark_concurrencies"),
+    ({"num_prompts": 100}, "sglang_benchmark_num_prompts"),
+    ({"context_len": 200}, "context length"),
+    ({"profiles": ["fast"]}, "unknown profile(s) fast"),
+    ({"repeats": 0}, "bench_repeats"),
+    ({"results_dir": "/proc/nope"}, "bench_results_dir"),
+])
+def test_validate_refuses_bad_input(tmp_path, change, fragment):
+    params = {**VALIDATE, "results_dir": str(tmp_path), "run_id": "", **change}
+    with pytest.raises(ValueError) as err:
+        sglang_bench.action_validate(params)
+    assert fragment in str(err.value)
+
+
+def test_validate_new_run_and_plan_guard(tmp_path):
+    params = dict(VALIDATE, results_dir=str(tmp_path), run_id="")
+    result = sglang_bench.action_validate(params)
+    assert result["run_id"] and not result["resuming"]
+    plan = dict(params, run_id="r1", hosts={"h1": {"max_total_num_tokens": 495488, "profile": "baseline"}},
+                concurrencies=[256, 2048], include_over_capacity=False, provenance={"profiles": {"baseline": {}}})
+    out = sglang_bench.action_plan(plan)
+    assert [(p["max_concurrency"], p["status"]) for p in out["points"]["h1"]] == [(256, "planned"), (2048, "over_capacity")]
+    assert out["points"]["h1"][0]["num_prompts"] == 1280 and out["points"]["h1"][0]["kv_capacity"] == 1935
+    with pytest.raises(ValueError, match="different plan"):
+        sglang_bench.action_validate(dict(params, run_id="r1", plan={"c": [1]}))
+    assert sglang_bench.action_validate(dict(params, run_id="r1"))["resuming"]
+
+
+def test_store_appends_at_once_and_resume_skips_done(tmp_path):
+    plan = dict(VALIDATE, results_dir=str(tmp_path), run_id="r2", include_over_capacity=False,
+                hosts={"h1": {"max_total_num_tokens": 495488, "profile": "tuned"}}, provenance={}, repeats=2)
+    assert len(sglang_bench.action_plan(plan)["points"]["h1"]) == 4
+    record, *_ = sglang_bench.run_point(dict(PARAMS, labels={"host": "h1", "profile": "tuned", "run_id": "r2",
+                                                             "repeat": 0}, max_concurrency=256),
+                                        runner=fake_runner(stdout=STDOUT, jsonl=JSONL))
+    record["max_concurrency"] = 256
+    out = sglang_bench.action_store({"results_dir": str(tmp_path), "run_id": "r2", "record": record,
+                                     "raw": {"jsonl": JSONL, "txt": STDOUT}})
+    lines = (tmp_path / "r2" / "records.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and "Infinity" not in lines[0]
+    assert json.loads(lines[0])["raw_path"] == "raw/h1/tuned/c256-r0.jsonl" == out["record"]["raw_path"]
+    assert (tmp_path / "r2" / "raw/h1/tuned/c256-r0.txt").read_text() == STDOUT
+    left = sglang_bench.action_plan(plan)["points"]["h1"]
+    assert [(p["max_concurrency"], p["repeat"]) for p in left] == [(256, 1), (512, 0), (512, 1)]
+    failed = sglang_bench.failed_record({"host": "h1", "profile": "tuned", "repeat": 1}, PARAMS, "boom")
+    sglang_bench.action_store({"results_dir": str(tmp_path), "run_id": "r2", "record": failed, "raw": {}})
+    assert len((tmp_path / "r2" / "records.jsonl").read_text().splitlines()) == 2
+    assert len(sglang_bench.action_plan(plan)["points"]["h1"]) == 3  # a failed point is run again
+
+
+def test_telemetry_window_uses_only_the_points_samples():
+    text = "\n".join([
+        "100.0|0, 50.0, 0, 1000, 300",
+        "101.0|0, 200.0, 90, 90000, 2000", "101.0|1, 210.0, 95, 91000, 2100",
+        "102.0|0, 220.0, 100, 92000, 2200", "102.0|1, 230.0, 97, 93000, 2100",
+        "103.5|0, 40.0, 0, 1000, 300", "102.5|1, 2",
+    ])
+    gpus = gpu_telemetry.window(text, 100.5, 103.0)
+    assert [g["index"] for g in gpus] == [0, 1]
+    assert gpus[0]["power_w_mean"] == 210.0 and gpus[0]["power_w_max"] == 220.0
+    assert gpus[0]["mem_used_mib_max"] == 92000 and gpus[0]["samples"] == 2
+    assert gpus[1]["util_pct_mean"] == 96.0 and gpus[1]["sm_clock_mhz_mean"] == 2100.0
+    assert gpu_telemetry.window("", 0, 1) == []
