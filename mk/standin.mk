@@ -48,13 +48,13 @@ $(PYCLIENT_VENV)/.done: $(PYCLIENT_REQUIREMENTS)
 	touch $@
 
 ## test-standin: the stand-in's tests, the real-client run included
-test-standin: $(CLIENT_VENV)/.done
+test-standin: $(VENV)/.done $(CLIENT_VENV)/.done
 	SGLANG_CLIENT_PYTHON=$(abspath $(CLIENT_PY)) $(PY) -m pytest tests/standin -q
 
 ## test-standin-client: SGLang's Rust benchmark client against the stand-in
-test-standin-client: $(CLIENT_VENV)/.done
+test-standin-client: $(VENV)/.done $(CLIENT_VENV)/.done
 	SGLANG_CLIENT_PYTHON=$(abspath $(CLIENT_PY)) $(PY) -m pytest tests/standin/test_real_client.py -q
 
 ## test-standin-pyclient: SGLang's Python benchmark client against the stand-in
-test-standin-pyclient: $(PYCLIENT_VENV)/.done
+test-standin-pyclient: $(VENV)/.done $(PYCLIENT_VENV)/.done
 	SGLANG_PYCLIENT_PYTHON=$(abspath $(PYCLIENT_PY)) $(PY) -m pytest tests/standin/test_python_client.py -q

@@ -216,6 +216,7 @@ class StandinServer:
         try:
             return await getattr(self, name)(request)
         except (ValueError, KeyError, TypeError) as exc:
+            logs.main_log.error("[http_server] Error: %s", exc)
             return json_response({"error": {"message": str(exc), "type": "invalid_request_error",
                                             "code": 400}}, 400)
 

@@ -32,7 +32,7 @@ def word(token_id: int) -> str:
 def token_id(piece: str) -> int:
     """Inverse of word(); words not made by word() hash into the vocabulary."""
     body = piece[1:]
-    if piece and _LETTERS.index(piece[0]) == len(body) and _WORD.fullmatch(body):
+    if _WORD.fullmatch(piece) and _LETTERS.index(piece[0]) == len(body):
         value = 0
         for ch in body:
             value = value * 26 + _LETTERS.index(ch)

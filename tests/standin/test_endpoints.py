@@ -127,3 +127,9 @@ def test_api_key_is_enforced_like_sglang(start_server):
     # Health, readiness and metrics are exempt, as in SGLang.
     for path in ("/health", "/health_generate", "/metrics"):
         assert srv.request("GET", path)[0] == 200, path
+
+
+def test_any_text_prompt_is_counted_by_words(server):
+    data = server.json("POST", "/generate", {"text": "[UNK] Hello, wörld 42 ba",
+                                             "sampling_params": {"max_new_tokens": 2}})
+    assert data["meta_info"]["prompt_tokens"] == 5
