@@ -16,6 +16,7 @@ from .model import Request as EngineRequest
 
 HEALTH_PATHS = ("/health", "/ready", "/metrics")  # SGLang exempts these prefixes from the API key
 GPU_MEMORY_GB = 94.97
+INTERNAL_RIDS = ("HEALTH_CHECK", "warmup")  # requests the server makes itself
 
 
 class Engine:
@@ -29,7 +30,7 @@ class Engine:
         self.stream_interval = max(1, args.stream_interval)
         self.wake = asyncio.Event()
         self.crash_after: int | None = None
-        self.served_base = 0  # completed requests before the server was ready (warm-up)
+        self.served = 0  # completed client requests (warm-up and health checks excluded)
         self.gen_throughput = 0.0
         self._log_tokens = 0
         self._log_model_s = 0.0
@@ -52,9 +53,7 @@ class Engine:
                 await self.wake.wait()
                 deadline = loop.time()
                 continue
-            if self.crash_after is not None and (
-                self.scheduler.completed_requests - self.served_base >= self.crash_after
-            ):
+            if self.crash_after is not None and self.served >= self.crash_after:
                 faults.scheduler_exception("crash", running=True)
             # Keep to the modelled pace; when the CPU falls behind, don't bank the debt.
             deadline = max(deadline, loop.time() - 0.05) + step.duration_s * self.time_scale
@@ -67,6 +66,8 @@ class Engine:
         self._log_tokens += len(progressed)
         self._log_model_s += step.duration_s
         for req in progressed:
+            if req.finished_tokens is not None and not req.rid.startswith(INTERNAL_RIDS):
+                self.served += 1
             if req.on_progress is not None:
                 done = req.finished_tokens is not None
                 if done or sched.generated(req) % self.stream_interval == 0 or step.kind == "prefill":
@@ -193,7 +194,6 @@ class StandinServer:
         access.info('127.0.0.1:0 - "GET /model_info HTTP/1.1" 200 OK')
         await self._generate_tokens(EngineRequest("warmup", 6, 8))
         access.info('127.0.0.1:0 - "POST /generate HTTP/1.1" 200 OK')
-        self.engine.served_base = self.engine.scheduler.completed_requests
         self.ready = True
         logs.main_log.info("The server is fired up and ready to roll!")
 

@@ -65,6 +65,7 @@ def test_mem_fraction_too_small_is_not_enough_memory(start_server):
 def test_crash_after_n_requests(start_server):
     srv = start_server("--standin-fault", "crash_after:3")
     body = {"text": "a b c", "sampling_params": {"max_new_tokens": 4}}
+    assert srv.request("GET", "/health_generate")[0] == 200  # health checks don't count
     for _ in range(3):
         assert srv.request("POST", "/generate", body)[0] == 200
     with pytest.raises(OSError):  # the connection dies with the server
