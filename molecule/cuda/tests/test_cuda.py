@@ -1,4 +1,5 @@
 """cuda_toolkit installed the pinned toolkit from the signed test repository and set up the host."""
+
 import pytest
 
 testinfra_hosts = ["podman://sglpb-cuda-host"]
@@ -39,7 +40,9 @@ def test_source_is_deb822_signed_by_the_keyring(host):
     sources = host.file(SOURCES)
     assert sources.mode == 0o644
     fields = dict(
-        line.split(": ", 1) for line in sources.content_string.splitlines() if line and not line.startswith("#")
+        line.split(": ", 1)
+        for line in sources.content_string.splitlines()
+        if line and not line.startswith("#")
     )
     assert fields["URIs"] == "http://sglpb-cuda-repo:8080/good/"
     assert fields["Suites"] == "/"

@@ -1,4 +1,5 @@
 """After the role refused the unsigned and the wrongly signed repository, the host is as before."""
+
 testinfra_hosts = ["podman://sglpb-cuda-neg"]
 
 
