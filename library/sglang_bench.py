@@ -376,10 +376,14 @@ def run_point(params, runner=subprocess.run, now=time.time):
             record["error"] = "no request completed"
     else:
         record.update(_label_subset(labels))
-        if record.get("random_input_len") is None:
-            record["random_input_len"] = params["input_len"]
-        if record.get("random_output_len") is None:
-            record["random_output_len"] = params["output_len"]
+        # What the client's output leaves out (the Rust client's JSONL has no num_prompts)
+        # is what this module asked for.
+        asked = {"random_input_len": params["input_len"], "random_output_len": params["output_len"],
+                 "num_prompts": params.get("num_prompts") or 5 * int(params["max_concurrency"]),
+                 "max_concurrency": params["max_concurrency"]}
+        for key, value in asked.items():
+            if record.get(key) is None:
+                record[key] = value
     raw = {"txt": _tail(stdout + ("\n--- stderr ---\n" + stderr if stderr else ""))}
     if jsonl_text:
         raw["jsonl"] = _tail(jsonl_text)
