@@ -72,7 +72,7 @@ def test_run_point_parses_jsonl_with_infinity_and_labels():
     assert record["status"] == "ok" and record["request_rate"] == "inf"
     assert record["host"] == "gpu-1" and record["profile"] == "tuned" and record["standin"] is True
     assert record["completed"] == 20 and record["output_throughput"] > 0
-    assert record["num_prompts"] == 20  # from the JSONL; filled from the request when absent
+    assert record["num_prompts"] == 1280  # the Rust client's JSONL has none: what was asked
     assert raw["jsonl"] == JSONL and "Serving Benchmark Result" in raw["txt"]
     env = runner.calls[-1][1]["env"]
     assert env["OPENAI_API_KEY"] == "sk-secret"
