@@ -19,6 +19,6 @@ bench-overhead: .cache/client-venv/.done
 	$(PY) -c 'import json,sys,datetime as d; \
 	t=lambda s: d.datetime.fromisoformat(s.replace("Z","+00:00")).timestamp(); \
 	j=json.load(open(".cache/bench-overhead.json")); \
-	c=[t(h["duration"]["end"])-t(h["duration"]["start"]) for p in j["plays"] for k in p["tasks"] if k["task"]["name"]=="Run the client" for h in k["hosts"].values() if not h.get("skipped")]; \
+	c=[t(h["duration"]["end"])-t(h["duration"]["start"]) for p in j["plays"] for k in p["tasks"] if k["task"]["name"].endswith("Run the client") for h in k["hosts"].values() if not h.get("skipped")]; \
 	w=float(sys.argv[2])-float(sys.argv[1]); s=sum(c); each=" ".join("%.1f" % x for x in c); \
 	print(f"points={len(c)} client_s={s:.1f} (each: {each}) play_wall_s={w:.1f} overhead={(w-s)/s:.1%}")' $$start $$end
