@@ -12,9 +12,13 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 # molecule scenarios run by `make test`, in order
-MOLECULE_SCENARIOS ?= preflight
+MOLECULE_SCENARIOS ?= preflight default
 PLAYBOOKS := $(wildcard playbooks/*.yml)
 STANDIN_TEST_TARGETS :=
+# Virtual environments are built once per requirements file into SGLPB_CACHE (outside the
+# clone, so CI's fresh clones reuse them) and linked into the project.
+SGLPB_CACHE ?= $(HOME)/.cache/sglang-playbooks
+export SGLPB_CACHE
 
 -include mk/*.mk
 
@@ -29,10 +33,16 @@ help:
 	bash scripts/setup-host.sh
 	@mkdir -p .cache && touch $@
 
+VENV_STORE := $(SGLPB_CACHE)/venv-$(shell cat requirements-dev.txt | sha256sum | cut -c1-12)
+
 $(VENV)/.done: requirements-dev.txt .cache/host-setup.done
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt
-	touch $@
+	@if [ ! -f $(VENV_STORE)/.done ]; then \
+	  rm -rf $(VENV_STORE) && mkdir -p $(SGLPB_CACHE) && $(PYTHON) -m venv $(VENV_STORE) && \
+	  $(VENV_STORE)/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt && \
+	  touch $(VENV_STORE)/.done; \
+	else echo "venv: reusing $(VENV_STORE)"; fi
+	rm -rf $(VENV) && ln -s $(VENV_STORE) $(VENV)
+	touch $(VENV_STORE)/.done
 
 venv: $(VENV)/.done
 setup: venv image

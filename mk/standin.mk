@@ -27,12 +27,18 @@ standin-sweep:
 ## client-venv: SGLang's benchmark client (Rust path) on a CPU torch, cached
 client-venv: $(CLIENT_VENV)/.done
 
+# Built once per requirements file in SGLPB_CACHE (see the Makefile) and linked here.
+CLIENT_STORE := $(SGLPB_CACHE)/client-venv-$(shell cat $(CLIENT_REQUIREMENTS) | sha256sum | cut -c1-12)
+
 $(CLIENT_VENV)/.done: $(CLIENT_REQUIREMENTS)
-	rm -rf $(CLIENT_VENV)
-	$(CLIENT_BASE_PYTHON) -m venv $(CLIENT_VENV)
-	$(CLIENT_PY) -m pip install --quiet --no-deps -r $(CLIENT_REQUIREMENTS)
-	$(CLIENT_PY) -m sglang.benchmark.rust_client --help > /dev/null
-	touch $@
+	@if [ ! -f $(CLIENT_STORE)/.done ]; then \
+	  rm -rf $(CLIENT_STORE) && mkdir -p $(SGLPB_CACHE) && $(CLIENT_BASE_PYTHON) -m venv $(CLIENT_STORE) && \
+	  $(CLIENT_STORE)/bin/python -m pip install --quiet --no-deps -r $(CLIENT_REQUIREMENTS) && \
+	  $(CLIENT_STORE)/bin/python -m sglang.benchmark.rust_client --help > /dev/null && \
+	  touch $(CLIENT_STORE)/.done; \
+	else echo "client-venv: reusing $(CLIENT_STORE)"; fi
+	mkdir -p $(dir $(CLIENT_VENV)) && rm -rf $(CLIENT_VENV) && ln -s $(CLIENT_STORE) $(CLIENT_VENV)
+	touch $(CLIENT_STORE)/.done
 
 ## client-venv-python: SGLang's Python benchmark client (~6 GB: CUDA torch + torchvision)
 client-venv-python: $(PYCLIENT_VENV)/.done
