@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import gpu_telemetry
 import pytest
 import sglang_bench
-from conftest import FIXTURES
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 PARAMS = {
     "python": "/venv/bin/python", "client": "rust", "client_module": "auto",
