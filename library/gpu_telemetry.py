@@ -24,6 +24,9 @@ description:
     C(end) (epoch seconds, e.g. the C(started)/C(finished) of sglang_bench), in the record's
     C(gpu) layout. The sampler keeps running.
   - C(state=stopped) stops the sampler (by its recorded process id) and removes its files.
+  - C(windows) (with C(state=window) or C(state=stopped)) summarises many windows in one call,
+    e.g. every point of a sweep when the sampler stops, so a sweep needs no per-point task on
+    the server host; each window comes back with its other keys and a C(gpu) list.
   - Without nvidia-smi, C(started) reports C(available=false) and the other states return
     an empty list; a benchmark never fails for telemetry.
 options:
@@ -50,6 +53,12 @@ options:
   end:
     description: Window end, epoch seconds (state=window).
     type: float
+  windows:
+    description:
+      - Windows to summarise (state=window or stopped), each a dict with C(start) and C(end)
+        (epoch seconds) and any other keys, which are returned as they are.
+    type: list
+    elements: dict
 author:
   - sglang-playbooks
 """
@@ -64,6 +73,12 @@ EXAMPLES = r"""
     start: "{{ point.started }}"
     end: "{{ point.finished }}"
   register: telemetry
+
+- name: Stop sampling and summarise every point of the sweep
+  gpu_telemetry:
+    state: stopped
+    windows: "{{ sweep_windows }}"
+  register: telemetry
 """
 
 RETURN = r"""
@@ -71,6 +86,10 @@ gpu:
   description: Per GPU C({index, power_w_mean, power_w_max, util_pct_mean, mem_used_mib_max, sm_clock_mhz_mean, samples}).
   type: list
   returned: state=window
+windows:
+  description: The C(windows) given, each with its C(gpu) list added.
+  type: list
+  returned: when windows is given
 available:
   description: Whether nvidia-smi was found.
   type: bool
@@ -105,6 +124,25 @@ def to_record_gpu(parsed):
         "mem_used_mib_max": stat(e, "memory_used_mib", "max"),
         "sm_clock_mhz_mean": stat(e, "clocks_sm_mhz", "mean"),
     } for e in parsed]
+
+
+def _float(value):
+    try:
+        return None if value in (None, "") else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def windows_of(text, windows):
+    """Each window dict with its gpu list added (start/end in epoch seconds)."""
+    return [dict(w, gpu=window(text, _float(w.get("start")), _float(w.get("end")))) for w in windows or []]
+
+
+def _read(path):
+    if not os.path.exists(path):
+        return ""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return handle.read()
 
 
 def window(text, start, end):
@@ -155,20 +193,21 @@ def main():
             "interval_ms": {"type": "int", "default": 1000},
             "start": {"type": "float"},
             "end": {"type": "float"},
+            "windows": {"type": "list", "elements": "dict"},
         },
         supports_check_mode=True,
     )
     p = module.params
     smi = shutil.which(p["nvidia_smi"])
+    extra = {}
+    if p["windows"] is not None and p["state"] in ("window", "stopped"):
+        extra["windows"] = windows_of(_read(p["path"]), p["windows"])
     if p["state"] == "stopped":
         module.exit_json(changed=_stop(p["path"]) if not module.check_mode else False,
-                         available=bool(smi))
+                         available=bool(smi), **extra)
     if p["state"] == "window":
-        text = ""
-        if os.path.exists(p["path"]):
-            with open(p["path"], encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
-        module.exit_json(changed=False, available=bool(smi), gpu=window(text, p["start"], p["end"]))
+        module.exit_json(changed=False, available=bool(smi),
+                         gpu=window(_read(p["path"]), p["start"], p["end"]), **extra)
     if not smi:
         module.exit_json(changed=False, available=False,
                          msg=f"{p['nvidia_smi']} not found: no GPU telemetry")

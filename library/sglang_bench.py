@@ -46,13 +46,18 @@ description:
     (points already recorded are left out: resume).
   - C(action=store) (controller) appends one record to C(records.jsonl)
     (flushed and fsynced) and saves the raw client output beside it.
+  - C(action=attach) (controller) adds each point's GPU telemetry (C(windows), as
+    gpu_telemetry returns them at the end of a sweep) to its record in C(records.jsonl):
+    the record of C(host), C(profile), C(max_concurrency), C(repeat) that has no C(gpu) yet.
+    The file is rewritten atomically; run it once per sweep (run_once), not beside appends.
+    It also keeps C(logs) (server log excerpts) under the run's C(logs/) directory.
   - The parsers, the KV math and the result store live in module_utils
     (bench_results, kv_plan, result_store).
 options:
   action:
     description: What to do.
     type: str
-    choices: [run, validate, plan, store]
+    choices: [run, validate, plan, store, attach]
     default: run
   python:
     description: Python of the client's venv (action=run).
@@ -185,6 +190,15 @@ options:
     description: Raw outputs to save beside the record (store), suffix -> text.
     type: dict
     default: {}
+  windows:
+    description:
+      - action=attach - per point C({host, profile, max_concurrency, repeat, gpu}).
+    type: list
+    elements: dict
+  logs:
+    description:
+      - action=attach - C({file name: text}) written to the run's C(logs/) directory.
+    type: dict
 author:
   - sglang-playbooks
 """
@@ -236,9 +250,9 @@ client_seconds:
   type: float
   returned: action=run
 run_id:
-  description: The run's id (validate, plan, store).
+  description: The run's id (validate, plan, store, attach).
   type: str
-  returned: action=validate, plan or store
+  returned: action=validate, plan, store or attach
 run_dir:
   description: The run's directory on the controller (validate, plan, store).
   type: str
@@ -502,10 +516,72 @@ def action_store(params):
             "run_dir": store.path, "changed": True}
 
 
+def _window_key(item):
+    try:
+        return (str(item.get("host")), str(item.get("profile")),
+                int(item.get("max_concurrency")), int(item.get("repeat") or 0))
+    except (TypeError, ValueError):
+        return None
+
+
+def _write_logs(store, logs):
+    """Server log excerpts -> <run>/logs/<name>; returns the paths written."""
+    written = []
+    directory = os.path.join(store.path, "logs")
+    os.makedirs(directory, exist_ok=True)
+    for name, text in sorted(logs.items()):
+        safe = os.path.basename(str(name))
+        if not safe or safe in (".", ".."):
+            raise ValueError(f"log name {name!r} is not a file name")
+        path = os.path.join(directory, safe)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write((text or "").rstrip("\n") + "\n")
+        written.append(path)
+    return written
+
+
+def action_attach(params):
+    """Add gpu telemetry to the records of the given points that have none yet."""
+    store = _store(params)
+    written = _write_logs(store, params.get("logs") or {})
+    wanted = {}
+    for item in params.get("windows") or []:
+        key = _window_key(item)
+        if key is not None and item.get("gpu") is not None:
+            wanted[key] = item["gpu"]
+    if not wanted or not os.path.exists(store.records_path):
+        return {"run_id": store.run_id, "run_dir": store.path, "attached": 0, "logs": written,
+                "changed": bool(written)}
+    with open(store.records_path, encoding="utf-8") as handle:
+        lines = handle.read().split("\n")
+    # The newest record of a point without telemetry gets it (a resumed point may repeat).
+    targets = {}
+    for index, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        key = _window_key(record)
+        if key in wanted and record.get("gpu") is None:
+            targets[key] = (index, record)
+    for key, (index, record) in targets.items():
+        record["gpu"] = wanted[key]
+        lines[index] = dumps_strict(record, sort_keys=True)
+    if targets:
+        try:
+            store._atomic_write(store.records_path, "\n".join(lines))
+        except OSError as exc:
+            raise ValueError(f"cannot rewrite {store.records_path}: {exc}") from exc
+    return {"run_id": store.run_id, "run_dir": store.path, "attached": len(targets),
+            "logs": written, "changed": bool(targets or written)}
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
-            "action": {"type": "str", "default": "run", "choices": ["run", "validate", "plan", "store"]},
+            "action": {"type": "str", "default": "run", "choices": ["run", "validate", "plan", "store", "attach"]},
             "python": {"type": "str", "default": "python3"},
             "client": {"type": "str", "default": "python", "choices": ["python", "rust"]},
             "client_module": {"type": "str", "default": "auto"},
@@ -539,10 +615,13 @@ def main():
             "hosts": {"type": "dict", "default": {}},
             "record": {"type": "dict"},
             "raw": {"type": "dict", "default": {}},
+            "windows": {"type": "list", "elements": "dict", "default": []},
+            "logs": {"type": "dict", "default": {}},
         },
         required_if=[("action", "run", ("url", "max_concurrency")),
                      ("action", "plan", ("results_dir", "run_id", "concurrencies")),
-                     ("action", "store", ("results_dir", "run_id", "record"))],
+                     ("action", "store", ("results_dir", "run_id", "record")),
+                     ("action", "attach", ("results_dir", "run_id"))],
         supports_check_mode=True,
     )
     params = module.params
@@ -556,6 +635,8 @@ def main():
             module.exit_json(changed=True, **action_plan(params))
         if action == "store":
             module.exit_json(**action_store(params))
+        if action == "attach":
+            module.exit_json(**action_attach(params))
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     if params["max_concurrency"] < 1:

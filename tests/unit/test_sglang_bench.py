@@ -170,3 +170,34 @@ def test_telemetry_window_uses_only_the_points_samples():
     assert gpus[0]["mem_used_mib_max"] == 92000 and gpus[0]["samples"] == 2
     assert gpus[1]["util_pct_mean"] == 96.0 and gpus[1]["sm_clock_mhz_mean"] == 2100.0
     assert gpu_telemetry.window("", 0, 1) == []
+
+
+def test_telemetry_windows_of_a_sweep_in_one_call():
+    text = "101.0|0, 200.0, 90, 90000, 2000\n105.0|0, 100.0, 50, 80000, 1000\n"
+    got = gpu_telemetry.windows_of(text, [{"max_concurrency": 64, "start": 100, "end": 102},
+                                          {"max_concurrency": 128, "start": "104.5", "end": 106.0}])
+    assert [w["max_concurrency"] for w in got] == [64, 128]
+    assert got[0]["gpu"][0]["power_w_mean"] == 200.0 and got[1]["gpu"][0]["power_w_mean"] == 100.0
+
+
+def test_attach_adds_telemetry_to_the_points_records_and_keeps_logs(tmp_path):
+    store = {"results_dir": str(tmp_path), "run_id": "r3"}
+    for c in (64, 128):
+        record = sglang_bench.failed_record({"host": "h1", "profile": "tuned", "repeat": 0}, PARAMS, "x")
+        record.update(max_concurrency=c, gpu=None)
+        sglang_bench.action_store(dict(store, record=record, raw={}))
+    gpu = [{"index": 0, "power_w_mean": 230.0}]
+    out = sglang_bench.action_attach(dict(store, windows=[
+        {"host": "h1", "profile": "tuned", "max_concurrency": "128", "repeat": 0, "start": 1, "end": 2, "gpu": gpu},
+        {"host": "h2", "profile": "tuned", "max_concurrency": 64, "repeat": 0, "gpu": gpu}],
+        logs={"h1-tuned.log": "line\n"}))
+    assert out["attached"] == 1 and out["changed"]
+    recs = [json.loads(line) for line in (tmp_path / "r3" / "records.jsonl").read_text().splitlines()]
+    assert [r["gpu"] for r in recs] == [None, gpu]
+    assert (tmp_path / "r3" / "logs" / "h1-tuned.log").read_text() == "line\n"
+    again = sglang_bench.action_attach(dict(store, windows=[dict(host="h1", profile="tuned", max_concurrency=128,
+                                                                  repeat=0, gpu=[])], logs={}))
+    assert again["attached"] == 0 and not again["changed"]
+    with pytest.raises(ValueError):
+        sglang_bench.action_attach(dict(store, windows=[], logs={"..": "x"}))
+
