@@ -3,39 +3,12 @@
 The target is this machine (connection local) in check mode, with the fake nvidia-smi answering
 as the 8-GPU Blackwell VM; every case must fail in the validation play, before any role runs.
 """
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-FIXTURE = REPO / "tests" / "fixtures" / "nvidia-smi" / "rtxpro6000-8gpu-vm"
-
-BASE_VARS = {
-    "ansible_connection": "local",
-    "ansible_python_interpreter": sys.executable,
-    "gpu_preflight_nvidia_smi": str(REPO / "tests" / "fixtures" / "fake-nvidia-smi"),
-    "gpu_preflight_driver_version_path": str(FIXTURE / "driver_version.txt"),
-    "gpu_preflight_infiniband_path": "/nonexistent",
-    "sglang_engine": "standin",
-    "sglang_server_args": {"model-path": "org/model", "port": 30000, "tp-size": 8},
-}
+from harness import BASE_VARS, run_playbook
 
 
 def run_deploy(tmp_path, **overrides):
-    inventory = tmp_path / "hosts.yml"
-    host_vars = {**BASE_VARS, **overrides}
-    inventory.write_text(json.dumps({"sglang_servers": {"hosts": {"gpu-vm": host_vars}}}))
-    env = {**os.environ, "FAKE_NVIDIA_SMI_DIR": str(FIXTURE), "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-           "ANSIBLE_NOCOLOR": "1"}
-    proc = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), "--check",
-         str(REPO / "playbooks" / "deploy.yml")],
-        capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
-    return proc.returncode, proc.stdout + proc.stderr
+    return run_playbook(tmp_path, "deploy.yml", overrides, check=True)
 
 
 def args(**changes):

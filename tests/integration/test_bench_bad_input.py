@@ -1,38 +1,17 @@
 """Bad input stops tune.yml / benchmark.yml / report.yml with a clear message before anything
 runs: no restart, no point, no record. The target is this machine (connection local)."""
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from harness import BASE_VARS, run_playbook
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURE = REPO / "tests" / "fixtures" / "nvidia-smi" / "rtxpro6000-8gpu-vm"
-BASE_VARS = {
-    "ansible_connection": "local",
-    "ansible_python_interpreter": sys.executable,
-    "gpu_preflight_nvidia_smi": str(REPO / "tests" / "fixtures" / "fake-nvidia-smi"),
-    "gpu_preflight_driver_version_path": str(FIXTURE / "driver_version.txt"),
-    "gpu_preflight_infiniband_path": "/nonexistent",
-    "sglang_engine": "standin",
-    "sglang_server_args": {"model-path": "org/model", "port": 30000, "tp-size": 8, "context-length": 4096},
-}
+BENCH_SERVER_ARGS = {**BASE_VARS["sglang_server_args"], "context-length": 4096}
 
 
 def run(tmp_path, playbook="tune.yml", extra=None, **overrides):
-    inventory = tmp_path / "hosts.yml"
-    host_vars = {**BASE_VARS, "bench_results_dir": str(tmp_path / "results"), **overrides}
-    inventory.write_text(json.dumps({"sglang_servers": {"hosts": {"gpu-vm": host_vars}}}))
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
-           "FAKE_NVIDIA_SMI_DIR": str(FIXTURE)}
-    argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory),
-            str(REPO / "playbooks" / playbook)]
-    for key, value in (extra or {}).items():
-        argv += ["-e", json.dumps({key: value})]
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
-    return proc.returncode, proc.stdout + proc.stderr
+    host_vars = {"sglang_server_args": BENCH_SERVER_ARGS, "bench_results_dir": str(tmp_path / "results"),
+                 **overrides}
+    return run_playbook(tmp_path, playbook, host_vars, extra=extra)
 
 
 @pytest.mark.parametrize(("overrides", "fragment"), [
