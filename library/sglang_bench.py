@@ -51,13 +51,19 @@ description:
     the record of C(host), C(profile), C(max_concurrency), C(repeat) that has no C(gpu) yet.
     The file is rewritten atomically; run it once per sweep (run_once), not beside appends.
     It also keeps C(logs) (server log excerpts) under the run's C(logs/) directory.
+  - C(action=best) (controller) reads the run's records and picks the best profile: per host,
+    each profile's peak output throughput (the median over repeats at each concurrency, the
+    highest over the concurrencies it ran) and the concurrency of that peak; the best profile
+    has the highest peak (over hosts, the mean of their peaks). It also compares the profiles
+    at the highest concurrency all of them ran (C(common_top)). A plateau-stopped sweep ends
+    past its peak, so its pick is the full grid's unless throughput rises again after a plateau.
   - The parsers, the KV math and the result store live in module_utils
     (bench_results, kv_plan, result_store).
 options:
   action:
     description: What to do.
     type: str
-    choices: [run, validate, plan, store, attach]
+    choices: [run, validate, plan, store, attach, best]
     default: run
   python:
     description: Python of the client's venv (action=run).
@@ -578,10 +584,61 @@ def action_attach(params):
             "logs": written, "changed": bool(targets or written)}
 
 
+def _median(values):
+    values = sorted(values)
+    return values[(len(values) - 1) // 2]
+
+
+def pick_best(records, profiles=None):
+    """Records -> {best, mean_peak, hosts: {host: {best, profiles, common_top, points}}}."""
+    tputs = {}
+    for r in records:
+        if r.get("status") != "ok" or r.get("output_throughput") is None:
+            continue
+        key = (r.get("host"), r.get("profile"))
+        tputs.setdefault(key, {}).setdefault(int(r["max_concurrency"]), []).append(float(r["output_throughput"]))
+    hosts = {}
+    for (host, profile), by_c in sorted(tputs.items(), key=lambda item: (str(item[0][0]), str(item[0][1]))):
+        if profiles and profile not in profiles:
+            continue
+        medians = {c: _median(v) for c, v in by_c.items()}
+        peak_c = max(medians, key=lambda c: (medians[c], -c))
+        hosts.setdefault(host, {"profiles": {}})["profiles"][profile] = {
+            "peak_output_throughput": round(medians[peak_c], 1), "peak_concurrency": peak_c,
+            "points": len(sum(by_c.values(), [])), "max_concurrency_run": max(medians),
+            "output_throughput": {str(c): round(v, 1) for c, v in sorted(medians.items())}}
+    peaks = {}
+    for info in hosts.values():
+        per = info["profiles"]
+        info["best"] = max(per, key=lambda p: per[p]["peak_output_throughput"])
+        common = set.intersection(*(set(int(c) for c in v["output_throughput"]) for v in per.values()))
+        top = max(common) if common else None
+        info["common_top"] = {"max_concurrency": top, "output_throughput": {
+            p: v["output_throughput"][str(top)] for p, v in per.items()} if top is not None else {}}
+        if top is not None:
+            at_top = info["common_top"]["output_throughput"]
+            info["common_top"]["best"] = max(at_top, key=at_top.get)
+        for p, v in per.items():
+            peaks.setdefault(p, []).append(v["peak_output_throughput"])
+    mean_peak = {p: round(sum(v) / len(v), 1) for p, v in peaks.items()}
+    best = max(mean_peak, key=mean_peak.get) if mean_peak else None
+    return {"best": best, "mean_peak_output_throughput": mean_peak, "hosts": hosts,
+            "points": sum(v["points"] for h in hosts.values() for v in h["profiles"].values())}
+
+
+def action_best(params):
+    store = _store(params)
+    try:
+        records = store.records()
+    except ResultStoreError as exc:
+        raise ValueError(str(exc)) from exc
+    return dict(pick_best(records, params.get("profiles") or None), run_id=store.run_id, run_dir=store.path)
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
-            "action": {"type": "str", "default": "run", "choices": ["run", "validate", "plan", "store", "attach"]},
+            "action": {"type": "str", "default": "run", "choices": ["run", "validate", "plan", "store", "attach", "best"]},
             "python": {"type": "str", "default": "python3"},
             "client": {"type": "str", "default": "python", "choices": ["python", "rust"]},
             "client_module": {"type": "str", "default": "auto"},
@@ -621,7 +678,8 @@ def main():
         required_if=[("action", "run", ("url", "max_concurrency")),
                      ("action", "plan", ("results_dir", "run_id", "concurrencies")),
                      ("action", "store", ("results_dir", "run_id", "record")),
-                     ("action", "attach", ("results_dir", "run_id"))],
+                     ("action", "attach", ("results_dir", "run_id")),
+                     ("action", "best", ("results_dir", "run_id"))],
         supports_check_mode=True,
     )
     params = module.params
@@ -637,6 +695,8 @@ def main():
             module.exit_json(**action_store(params))
         if action == "attach":
             module.exit_json(**action_attach(params))
+        if action == "best":
+            module.exit_json(changed=False, **action_best(params))
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     if params["max_concurrency"] < 1:

@@ -201,3 +201,18 @@ def test_attach_adds_telemetry_to_the_points_records_and_keeps_logs(tmp_path):
     with pytest.raises(ValueError):
         sglang_bench.action_attach(dict(store, windows=[], logs={"..": "x"}))
 
+
+def test_best_profile_is_the_highest_peak_and_the_common_top_is_compared():
+    def rec(host, profile, c, out, status="ok"):
+        return {"host": host, "profile": profile, "max_concurrency": c, "output_throughput": out, "status": status}
+    records = [rec("h1", "baseline", 256, 705), rec("h1", "baseline", 512, 1106), rec("h1", "baseline", 1024, 1601),
+               rec("h1", "baseline", 2048, 1640), rec("h1", "tuned", 256, 705), rec("h1", "tuned", 512, 1111),
+               rec("h1", "tuned", 1024, 1631), rec("h1", "tuned", 2048, 2095), rec("h1", "tuned", 3072, 2062),
+               rec("h1", "tuned", 4096, None, "failed")]
+    got = sglang_bench.pick_best(records, ["baseline", "tuned"])
+    assert got["best"] == "tuned" and got["points"] == 9
+    h1 = got["hosts"]["h1"]
+    assert h1["profiles"]["tuned"]["peak_concurrency"] == 2048 and h1["profiles"]["baseline"]["points"] == 4
+    assert h1["common_top"] == {"max_concurrency": 2048, "best": "tuned",
+                                "output_throughput": {"baseline": 1640.0, "tuned": 2095.0}}
+    assert sglang_bench.pick_best([])["best"] is None
