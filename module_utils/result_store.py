@@ -66,7 +66,8 @@ class RunStore:
         self.path = os.path.join(self.results_dir, self.run_id)
         try:
             os.makedirs(self.path, exist_ok=True)
-            probe = os.path.join(self.path, ".write-test")
+            # One probe name per process: hosts appending in parallel must not remove each other's.
+            probe = os.path.join(self.path, f".write-test.{os.getpid()}")
             with open(probe, "w") as handle:
                 handle.write("ok")
             os.remove(probe)

@@ -1,0 +1,85 @@
+"""sglang_health against a real stand-in process (log file + PID mode, as outside systemd):
+readiness with the KV numbers, each startup failure classified, a hang timed out."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import sglang_health
+from ansible.module_utils.testing import patch_module_args
+
+STANDIN = Path(__file__).resolve().parents[2] / "standin"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def standin(tmp_path):
+    procs = []
+
+    def start(*flags):
+        port = free_port()
+        log = tmp_path / f"standin-{port}.log"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_STANDIN_")}
+        env.update(PYTHONPATH=str(STANDIN), PYTHONUNBUFFERED="1")
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "sglang_standin.launch_server", "--host", "127.0.0.1",
+                 "--port", str(port), "--model-path", "org/model", *flags],
+                stdout=out, stderr=subprocess.STDOUT, env=env)
+        procs.append(proc)
+        return proc, port, log
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(10)
+
+
+def wait_health(capsys, port, log, pid, timeout=60):
+    args = {"url": f"http://127.0.0.1:{port}", "log_path": str(log), "pid": pid,
+            "timeout": timeout, "interval": 0.2}
+    started = time.monotonic()
+    with patch_module_args(args), pytest.raises(SystemExit):
+        sglang_health.main()
+    return json.loads(capsys.readouterr().out), time.monotonic() - started
+
+
+def test_ready_with_kv_numbers(capsys, standin):
+    proc, port, log = standin("--standin-startup-delay", "1", "--max-running-requests", "1024")
+    result, _ = wait_health(capsys, port, log, proc.pid)
+    assert result["ready"] is True and result["failure_kind"] is None
+    assert result["max_total_num_tokens"] == 495488
+    assert result["max_running_requests"] == 1024
+    assert any("fired up and ready to roll" in line for line in result["log_tail"])
+
+
+@pytest.mark.parametrize(("fault", "kind", "line"), [
+    ("oom", "oom", "torch.OutOfMemoryError: CUDA out of memory"),
+    ("not_enough_memory", "not_enough_memory", "Not enough memory. Please try to increase --mem-fraction-static"),
+    ("nccl", "nccl", "NCCL error"),
+    ("port_in_use", "port_in_use", "address already in use"),
+])
+def test_startup_failure_is_classified_fast(capsys, standin, fault, kind, line):
+    proc, port, log = standin("--standin-startup-delay", "1", "--standin-fault", fault)
+    result, waited = wait_health(capsys, port, log, proc.pid)
+    assert result["failed"] is True and result["ready"] is False
+    assert result["failure_kind"] == kind
+    assert line in result["failure_line"]
+    assert waited < 30  # fails on the log/exit, not on the 60 s timeout
+
+
+def test_hang_times_out(capsys, standin):
+    proc, port, log = standin("--standin-startup-delay", "0.3", "--standin-fault", "hang")
+    result, _ = wait_health(capsys, port, log, proc.pid, timeout=3)
+    assert result["failed"] is True and result["failure_kind"] == "timeout"
+    assert "raise sglang_server_health_timeout" in result["msg"]
