@@ -258,17 +258,18 @@ def main():
         out.update(extra)
         return out
 
-    def read_log():
-        for line in watch.new_lines():
+    def take(lines):
+        for line in lines:
             tail.append(line)
             watcher.feed(line)
+
+    def read_log():
+        take(watch.new_lines())
 
     # A server that is already up answers at once: take its KV numbers from its startup lines
     # instead of reading everything it logged since.
     if probe(url, p["api_key"], p["request_timeout"]):
-        for line in watch.startup_lines():
-            tail.append(line)
-            watcher.feed(line)
+        take(watch.startup_lines())
         module.exit_json(**result(ready=True, failure_kind=None, startup_s=watch.startup_s()))
 
     while True:
