@@ -105,8 +105,8 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglang_api import probe
 from ansible.module_utils.sglang_log import LogWatcher
-from ansible.module_utils.urls import open_url
 
 FATAL_BEFORE_READY = ("oom", "not_enough_memory", "nccl", "cuda_graph", "port_in_use", "traceback")
 
@@ -205,15 +205,6 @@ class FileWatch:
 
     def startup_s(self):
         return None
-
-
-def probe(url, api_key, timeout):
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        response = open_url(url, headers=headers, timeout=timeout, validate_certs=False)
-        return response.getcode() == 200
-    except Exception:  # connection refused, 503 while starting, timeouts: all mean "not yet"
-        return False
 
 
 def main():

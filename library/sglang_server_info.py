@@ -60,28 +60,8 @@ raw:
   returned: success
 """
 
-import json
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import open_url
-
-ENDPOINTS = ("/server_info", "/get_server_info")
-
-
-def summarize(info):
-    """Pick the fields every caller needs out of a /server_info response."""
-    states = info.get("internal_states") or [{}]
-    effective = states[0].get("effective_max_running_requests_per_dp")
-    if effective is None:
-        effective = info.get("max_running_requests")
-    server_args = {k: v for k, v in info.items() if k not in ("internal_states", "version")}
-    return {
-        "version": info.get("version"),
-        "max_total_num_tokens": info.get("max_total_num_tokens") or states[0].get("max_total_num_tokens"),
-        "effective_max_running_requests": effective,
-        "standin": bool(info.get("standin", False)),
-        "server_args": server_args,
-    }
+from ansible.module_utils.sglang_api import server_info, summarize
 
 
 def main():
@@ -93,20 +73,11 @@ def main():
         },
         supports_check_mode=True,
     )
-    base = module.params["url"].rstrip("/")
-    headers = {"Authorization": f"Bearer {module.params['api_key']}"} if module.params["api_key"] else {}
-    errors = []
-    for endpoint in ENDPOINTS:
-        try:
-            response = open_url(base + endpoint, headers=headers, timeout=module.params["timeout"])
-            info = json.loads(response.read())
-        except Exception as exc:  # 404 on old servers, connection errors: try the next, report all
-            errors.append(f"{endpoint}: {exc}")
-            continue
-        module.exit_json(changed=False, endpoint=endpoint, raw=info, **summarize(info))
-    module.fail_json(msg=f"could not read server info from {base} ({'; '.join(errors)}); "
-                         "is the server up (sglang_health) and is the API key right?")
-
+    try:
+        endpoint, info = server_info(module.params["url"], module.params["api_key"], module.params["timeout"])
+    except RuntimeError as exc:
+        module.fail_json(msg=f"{exc}; is the server up (sglang_health) and is the API key right?")
+    module.exit_json(changed=False, endpoint=endpoint, raw=info, **summarize(info))
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,53 @@
+"""HTTP calls to an SGLang server (or the stand-in) shared by the modules: the health probe and
+/server_info with the fields every caller needs."""
+
+from __future__ import annotations
+
+import json
+
+from ansible.module_utils.urls import open_url
+
+SERVER_INFO_ENDPOINTS = ("/server_info", "/get_server_info")  # the second for servers < 0.4.7
+
+
+def _headers(api_key):
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def probe(url, api_key=None, timeout=5):
+    """True when url answers 200; connection refused, 503 while starting, timeouts: False."""
+    try:
+        response = open_url(url, headers=_headers(api_key), timeout=timeout, validate_certs=False)
+        return response.getcode() == 200
+    except Exception:
+        return False
+
+
+def summarize(info):
+    """Pick the fields every caller needs out of a /server_info response."""
+    states = info.get("internal_states") or [{}]
+    effective = states[0].get("effective_max_running_requests_per_dp")
+    if effective is None:
+        effective = info.get("max_running_requests")
+    server_args = {k: v for k, v in info.items() if k not in ("internal_states", "version")}
+    return {
+        "version": info.get("version"),
+        "max_total_num_tokens": info.get("max_total_num_tokens") or states[0].get("max_total_num_tokens"),
+        "effective_max_running_requests": effective,
+        "standin": bool(info.get("standin", False)),
+        "server_args": server_args,
+    }
+
+
+def server_info(base_url, api_key=None, timeout=10):
+    """(endpoint, raw response) from /server_info, else /get_server_info.
+    Raises RuntimeError naming every endpoint's error when none answers."""
+    base = base_url.rstrip("/")
+    errors = []
+    for endpoint in SERVER_INFO_ENDPOINTS:
+        try:
+            response = open_url(base + endpoint, headers=_headers(api_key), timeout=timeout, validate_certs=False)
+            return endpoint, json.loads(response.read())
+        except Exception as exc:  # 404 on old servers, connection errors: try the next, report all
+            errors.append(f"{endpoint}: {exc}")
+    raise RuntimeError(f"could not read server info from {base} ({'; '.join(errors)})")
