@@ -5,7 +5,8 @@
    to readiness seen) and the lag between the server logging "fired up" and the module seeing it.
 2. fail fast: restart with a startup fault (CUDA OOM); the lag between the fault's log line and the
    module failing, and the failure_kind it reports.
-3. idempotence cost: a second deploy.yml (changed=0) against a bare fact-gathering play.
+3. idempotence cost: a second deploy.yml (changed=0, the fast path) against a bare fact-gathering
+   play, and the same run with the fast path off (every role runs).
 The hosts are put back to their inventory settings at the end.
 
     .venv/bin/python scripts/measure_deploy.py [-i inventory/demo] [--host sglpb-demo-1]
@@ -107,17 +108,25 @@ def main():
     with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as handle:
         handle.write("- name: Gather facts\n  hosts: sglang_servers\n  gather_facts: true\n  tasks: []\n")
     playbook(inv, deploy)  # settle after the restarts
-    facts_times, deploy_times, changed = [], [], []
+    facts_times, deploy_times, full_times, changed = [], [], [], []
     for _ in range(3):
         _, elapsed = playbook(inv, handle.name)
         facts_times.append(elapsed)
         proc, elapsed = playbook(inv, deploy)
         deploy_times.append(elapsed)
         changed.append(sum(s["changed"] for s in recap(proc).values()))
+        fast = [task_result(proc, "Check whether the host is exactly as", h).get("current") for h in recap(proc)]
+        if not all(fast):
+            print(f"note: the fast path was not taken ({fast})")
+        proc, elapsed = playbook(inv, deploy, {"deploy_state_fast_path": False})
+        full_times.append(elapsed)
+        changed.append(sum(s["changed"] for s in recap(proc).values()))
     os.unlink(handle.name)
-    facts, dep = min(facts_times), min(deploy_times)
-    print(f"idempotence: second deploy.yml changed={changed} in {dep:.1f} s (best of 3); bare fact "
-          f"gathering {facts:.1f} s; ratio {dep / facts:.2f}x")
+    facts, dep, full = min(facts_times), min(deploy_times), min(full_times)
+    print(f"idempotence: second deploy.yml changed={changed} in {dep:.1f} s (best of 3; all "
+          f"{', '.join(f'{t:.1f}' for t in deploy_times)}); bare fact gathering {facts:.1f} s (all "
+          f"{', '.join(f'{t:.1f}' for t in facts_times)}); ratio {dep / facts:.2f}x; with the fast path "
+          f"off (every role runs) {full:.1f} s, {full / facts:.1f}x")
 
 
 if __name__ == "__main__":
