@@ -95,4 +95,4 @@ def test_slow_start(start_server):
     srv = start_server("--standin-startup-delay", "3", ready=False)
     began = time.monotonic()
     srv.wait_ready()
-    assert time.monotonic() - began >= 2.5
+    assert time.monotonic() - began >= 3.0  # the whole delay, not a part of it
