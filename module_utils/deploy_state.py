@@ -63,9 +63,9 @@ def expand(patterns):
 
 def listing(path):
     """The sorted entry names of a directory (e.g. site-packages: every *.dist-info with its
-    version), or None when it is not a directory."""
+    version; not the bytecode caches Python adds as it imports), or None when it is not a directory."""
     try:
-        return sorted(os.listdir(path))
+        return sorted(name for name in os.listdir(path) if name not in SKIP_NAMES)
     except (FileNotFoundError, NotADirectoryError):
         return None
 

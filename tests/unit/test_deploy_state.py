@@ -64,6 +64,7 @@ def test_record_then_check_is_current(capsys, deployed):
     # a glob naming no installed package, and a package removed with its config files left
     assert state["snapshot"]["packages"]["nvidia-driver-*"] == {}
     assert state["snapshot"]["packages"]["util-linux-extra"] == {}
+    (root / "site-packages" / "__pycache__").mkdir()  # Python's own, made as the server imports
     check = run(capsys, path=args["path"], fingerprint=args["fingerprint"])
     assert check["current"] is True and check["reasons"] == [] and check["changed"] is False
 
