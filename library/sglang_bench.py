@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 import time
 
+from ansible.module_utils.atomic_file import atomic_write
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.bench_results import (
     BenchParseError,
@@ -497,7 +498,7 @@ def _merge_run_json(store, provenance):
     for key in ("hosts", "profiles"):
         merged[key] = dict(existing.get(key) or {}, **(provenance.get(key) or {}))
     if merged != existing:
-        store._atomic_write(store.run_json_path, dumps_strict(merged, indent=2) + "\n")
+        atomic_write(store.run_json_path, dumps_strict(merged, indent=2) + "\n")
 
 
 def action_store(params):
@@ -577,7 +578,7 @@ def action_attach(params):
         lines[index] = dumps_strict(record, sort_keys=True)
     if targets:
         try:
-            store._atomic_write(store.records_path, "\n".join(lines))
+            atomic_write(store.records_path, "\n".join(lines))
         except OSError as exc:
             raise ValueError(f"cannot rewrite {store.records_path}: {exc}") from exc
     return {"run_id": store.run_id, "run_dir": store.path, "attached": len(targets),

@@ -118,11 +118,11 @@ counts:
 
 import json
 import os
-import tempfile
 import time
 
+from ansible.module_utils.atomic_file import atomic_write
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.deploy_state import SCHEMA, differences, snapshot
+from ansible.module_utils.deploy_state import SCHEMA, SPEC_KEYS, differences, snapshot
 from ansible.module_utils.sglang_api import probe, server_info, summarize
 
 
@@ -154,7 +154,7 @@ def unit_problems(module, unit):
 
 
 def counts(spec):
-    return {key: len(spec.get(key) or []) for key in ("files", "listings", "packages", "users")}
+    return {key: len(spec.get(key) or []) for key in SPEC_KEYS}
 
 
 def check(module):
@@ -186,7 +186,7 @@ def check(module):
 
 def record(module):
     p = module.params
-    spec = {key: sorted(set(p[key])) for key in ("files", "listings", "packages", "users")}
+    spec = {key: sorted(set(p[key])) for key in SPEC_KEYS}
     new = {"schema": SCHEMA, "fingerprint": p["fingerprint"], "spec": spec, "unit": p["unit"],
            "server": p["server"], "snapshot": snapshot(spec, p["dpkg_status"])}
     old, _ = load(p["path"])
@@ -195,18 +195,8 @@ def record(module):
         return {**result, "changed": False, "recorded_at": old.get("recorded_at")}
     new["recorded_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if not module.check_mode:
-        directory = os.path.dirname(p["path"])
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".deploy-state.")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:  # mkstemp: 0600
-                json.dump(new, handle, indent=1, sort_keys=True)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, p["path"])
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        os.makedirs(os.path.dirname(p["path"]), mode=0o700, exist_ok=True)
+        atomic_write(p["path"], json.dumps(new, indent=1, sort_keys=True), mode=0o600)
     return {**result, "changed": True, "recorded_at": new["recorded_at"]}
 
 

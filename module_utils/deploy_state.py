@@ -19,6 +19,7 @@ import stat
 import sys
 
 SCHEMA = 1
+SPEC_KEYS = ("files", "listings", "packages", "users")  # what a record covers (snapshot's spec)
 GLOB_CHARS = frozenset("*?[")
 SKIP_NAMES = frozenset(("__pycache__", ".pytest_cache", ".ruff_cache"))
 

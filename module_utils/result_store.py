@@ -28,6 +28,7 @@ import random
 import re
 import time
 
+from ansible.module_utils.atomic_file import atomic_write
 from ansible.module_utils.bench_results import dumps_strict, normalize_record
 from ansible.module_utils.kv_plan import plan_signature
 
@@ -112,17 +113,8 @@ class RunStore:
                     f"in {self.path}. A run is never overwritten: leave bench_run_id "
                     "unset for a new run, or use the original plan to resume.")
             return False
-        self._atomic_write(self.run_json_path,
-                           dumps_strict(provenance, indent=2) + "\n")  # keeps profile order
+        atomic_write(self.run_json_path, dumps_strict(provenance, indent=2) + "\n")  # keeps profile order
         return True
-
-    def _atomic_write(self, path, text):
-        tmp = f"{path}.tmp-{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
 
     def append_record(self, record):
         """Append one record as a strict JSON line, flushed and fsynced."""
