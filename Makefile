@@ -54,6 +54,10 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/yamllint --strict .
 	$(BIN)/ansible-lint --profile production --offline
+	@# every module's DOCUMENTATION, EXAMPLES and RETURN must load in ansible-doc
+	@for m in library/*.py; do n=$$(basename $$m .py); \
+	  $(BIN)/ansible-doc -M library $$n >/dev/null || { echo "ansible-doc cannot load $$n"; exit 1; }; \
+	done; echo "ansible-doc: every module loads"
 
 syntax: venv
 	@for pb in $(PLAYBOOKS); do \

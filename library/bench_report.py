@@ -15,15 +15,15 @@ from ansible.module_utils.bench_results import (
     RECORD_KEYS,
     dumps_strict,
 )
-from ansible.module_utils.kv_plan import capacity
 from ansible.module_utils.result_store import ResultStoreError, RunStore
+from ansible.module_utils.sweep import capacity, median, pick_best
 
 DOCUMENTATION = r"""
 ---
 module: bench_report
 short_description: Write the report of a benchmark run from its result store
 description:
-  - Runs on the controller (C(delegate_to: localhost) or a localhost play).
+  - Runs on the controller (C(delegate_to) localhost, or a localhost play).
     Reads C(run.json) and C(records.jsonl) of one run directory
     (C(results/<run_id>/)) and writes C(results.json), C(results.csv),
     C(report.md) and PNG plots into the same directory.
@@ -61,6 +61,12 @@ options:
     description: Write the PNG plots.
     type: bool
     default: true
+  best_profile_file:
+    description:
+      - Also write C(best-profile.yml) - the best profile's exact server args (run.json's
+        C(profiles)) as a vars file for an inventory (tune.yml sets it).
+    type: bool
+    default: false
 author:
   - sglang-playbooks
 """
@@ -107,6 +113,12 @@ tables:
             tuned: {total_tps: 4151.0, output_tps: 2095.0, repeats: 1, status: ok}
           change:
             tuned: {pct: 27.7, text: "+28%", within_noise: null}
+best:
+  description:
+    - The best profile (module_utils/sweep.py pick_best) - C(best), C(mean_peak_output_throughput)
+      per profile, per host each profile's peak and its concurrency (C(hosts)), C(points).
+  returned: success
+  type: dict
 standin:
   description: Whether the numbers come from the stand-in engine.
   returned: success
@@ -156,7 +168,7 @@ def aggregate(records):
     per_metric = [_metrics(r) for r in ok]
     for name in CELL_METRICS:
         values = [m[name] for m in per_metric if m[name] is not None]
-        cell[name] = statistics.median(values) if values else None
+        cell[name] = median(values)
     outputs = [m["output_tps"] for m in per_metric if m["output_tps"] is not None]
     cell["output_min"] = min(outputs) if outputs else None
     cell["output_max"] = max(outputs) if outputs else None
@@ -352,25 +364,28 @@ def render_markdown(template_path, context):
     return env.from_string(source).render(**context)
 
 
-def write_if_changed(path, data, check_mode=False):
-    """Write bytes unless the file already holds them; True when it changed."""
-    if os.path.exists(path):
-        with open(path, "rb") as handle:
-            if handle.read() == data:
-                return False
-    if not check_mode:
-        tmp = f"{path}.tmp-{os.getpid()}"
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    return True
+def best_profile_vars(run, best):
+    """best-profile.yml: the best profile's exact server args, ready for an inventory."""
+    import yaml
+    info = best["hosts"]
+    peaks = best["mean_peak_output_throughput"]
+    args = (run.get("profiles") or {}).get(best["best"]) or {}
+    lines = [f"# The best profile of run {run.get('run_id')}: {best['best']} (peak output tok/s, mean over "
+             f"hosts: {', '.join(f'{p} {v}' for p, v in peaks.items())}).",
+             "# " + "; ".join(f"{h}: {v['best']} peaks at {v['profiles'][v['best']]['peak_concurrency']}"
+                              for h, v in sorted(info.items())),
+             "# Its exact server args (a profile's auto values resolved): put this file in an",
+             "# inventory's group_vars (or pass it with -e @best-profile.yml) and run deploy.yml."]
+    body = yaml.safe_dump({"sglang_server_args": args, "sglang_profile": ""}, sort_keys=False,
+                          default_flow_style=False)
+    return "\n".join(lines) + "\n" + body
 
 
 def make_report(results_dir, title="SGLang benchmark report", baseline_profile=None,
-                template=None, plots=True, check_mode=False):
+                template=None, plots=True, check_mode=False, best_profile_file=False):
     """Everything the module does, as a function: returns the module result."""
     results_dir = os.path.abspath(results_dir)
-    store = RunStore(os.path.dirname(results_dir), os.path.basename(results_dir))
+    store = RunStore(os.path.dirname(results_dir), os.path.basename(results_dir), create=not check_mode)
     run = store.read_run_json()
     if run is None:
         raise ResultStoreError(f"no run.json in {results_dir}: is this a run directory "
@@ -401,17 +416,20 @@ def make_report(results_dir, title="SGLang benchmark report", baseline_profile=N
                                               for c in row["cells"].values()),
     }
     files["report.md"] = render_markdown(find_template(template), context)
+    best = pick_best(records, profile_order(run, records))
+    if best_profile_file and best["best"]:
+        files["best-profile.yml"] = best_profile_vars(run, best)
     files = {name: text.encode("utf-8") for name, text in files.items()}
     files.update(pngs)
-    written = []
-    for name, data in sorted(files.items()):
-        if write_if_changed(os.path.join(results_dir, name), data, check_mode):
-            written.append(os.path.join(results_dir, name))
+    written = [os.path.join(results_dir, name) for name, data in sorted(files.items())
+               if store.write_file(name, data, dry=check_mode)]
     paths = {"report_md": os.path.join(results_dir, "report.md"),
              "results_json": os.path.join(results_dir, "results.json"),
              "results_csv": os.path.join(results_dir, "results.csv"),
              "plots": [os.path.join(results_dir, n) for n in sorted(pngs)]}
-    return {"changed": bool(written), "paths": paths, "written": written,
+    if "best-profile.yml" in files:
+        paths["best_profile"] = os.path.join(results_dir, "best-profile.yml")
+    return {"changed": bool(written), "paths": paths, "written": written, "best": best,
             "tables": tables, "standin": standin, "warnings": warnings}
 
 
@@ -423,13 +441,15 @@ def main():
             "baseline_profile": {"type": "str"},
             "template": {"type": "path"},
             "plots": {"type": "bool", "default": True},
+            "best_profile_file": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
     params = module.params
     try:
         result = make_report(params["results_dir"], params["title"], params["baseline_profile"],
-                             params["template"], params["plots"], module.check_mode)
+                             params["template"], params["plots"], module.check_mode,
+                             params["best_profile_file"])
     except (ResultStoreError, ValueError, OSError) as exc:
         module.fail_json(msg=str(exc), results_dir=params["results_dir"])
     for warning in result.pop("warnings"):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 
 
-def atomic_write(path, text, mode=0o666):
-    """Replace path with text. mode goes through the umask as with open() (0o666, open()'s own, is
+def atomic_write(path: str, text: str | bytes, mode: int = 0o666) -> None:
+    """Replace path with text (str, written as UTF-8, or bytes). mode goes through the umask as with open() (0o666, open()'s own, is
     usually 0644 on disk; 0o600 keeps it to the owner from the first byte)."""
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
@@ -16,8 +16,8 @@ def atomic_write(path, text, mode=0o666):
         pass
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8") if isinstance(text, str) else text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)

@@ -84,6 +84,32 @@ def empty_record(**labels):
     return record
 
 
+def point_record(status, error, labels, point, options):
+    """The record of a point with no client result: failed, over_capacity or skipped.
+
+    labels: host, profile, run_id, repeat, server_args, standin (those present);
+    point: max_concurrency, num_prompts (the plan's); options: backend, input_len,
+    output_len, request_rate (the client's). Nothing is invented: every measured value
+    stays None.
+    """
+    if status not in STATUSES or status == "ok":
+        raise ValueError(f"point_record is for failed, over_capacity or skipped points, not {status!r}")
+    record = empty_record(**{k: v for k, v in (labels or {}).items()
+                             if k in RECORD_KEYS + OPTIONAL_KEYS and v is not None})
+    rate = str((options or {}).get("request_rate", "inf"))
+    record.update(status=status, error=error, tool="sglang",
+                  backend=(options or {}).get("backend") or "sglang",
+                  max_concurrency=point.get("max_concurrency"),
+                  num_prompts=point.get("num_prompts"),
+                  random_input_len=(options or {}).get("input_len"),
+                  random_output_len=(options or {}).get("output_len"),
+                  request_rate="inf" if rate == "inf" else float(rate))
+    for key in ("max_concurrency", "num_prompts", "repeat", "random_input_len", "random_output_len"):
+        if record.get(key) is not None:
+            record[key] = int(record[key])
+    return record
+
+
 def normalize_record(data):
     """Return ``data`` as a full record: missing keys filled with None.
 

@@ -3,9 +3,16 @@
 A run directory holds:
     run.json       provenance, written once (see write_run_json)
     records.jsonl  one strict-JSON record a line, appended and fsynced as each
-                   point finishes, so nothing finished is lost
+                   point finishes, so nothing finished is lost; never rewritten
+    telemetry.jsonl  one line per point's GPU telemetry window
+                   ({host, profile, max_concurrency, repeat, gpu}), appended when a sweep
+                   ends; records() joins it into the records' "gpu"
     raw/           per-point raw client output (raw_path())
-    report.md, results.json, results.csv, *.png  (written by bench_report)
+    logs/          server log excerpts (write_log())
+    report.md, results.json, results.csv, *.png, best-profile.yml
+                   (written by bench_report through write_file())
+
+RunStore is the only writer of a run directory.
 
 run.json (provenance) is a dict; bench_report reads these keys when present:
     run_id, created (UTC ISO time), git_commit, standin (bool),
@@ -30,11 +37,13 @@ import time
 
 from ansible.module_utils.atomic_file import atomic_write
 from ansible.module_utils.bench_results import dumps_strict, normalize_record
-from ansible.module_utils.kv_plan import plan_signature
+from ansible.module_utils.sweep import plan_signature
 
 RUN_JSON = "run.json"
 RECORDS = "records.jsonl"
-DONE_STATUSES = ("ok", "over_capacity")
+TELEMETRY = "telemetry.jsonl"
+# A point with one of these is not run again on resume (skipped: the plateau stop's).
+DONE_STATUSES = ("ok", "over_capacity", "skipped")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -57,7 +66,7 @@ def _safe_part(value):
 class RunStore:
     """One run's directory under results_dir (the bench_results_dir variable)."""
 
-    def __init__(self, results_dir, run_id):
+    def __init__(self, results_dir, run_id, create=True):
         if not run_id or not _RUN_ID.match(str(run_id)) or ".." in str(run_id):
             raise ResultStoreError(
                 f"bench_run_id {run_id!r} is not a usable directory name: use letters, "
@@ -65,6 +74,9 @@ class RunStore:
         self.results_dir = os.path.abspath(os.path.expanduser(str(results_dir)))
         self.run_id = str(run_id)
         self.path = os.path.join(self.results_dir, self.run_id)
+        self.torn = None  # where the last append set a torn tail aside
+        if not create:  # read only (a dry run): nothing is made
+            return
         try:
             os.makedirs(self.path, exist_ok=True)
             # One probe name per process: hosts appending in parallel must not remove each other's.
@@ -93,18 +105,19 @@ class RunStore:
         with open(self.run_json_path, encoding="utf-8") as handle:
             return json.load(handle)
 
-    def write_run_json(self, provenance):
+    def write_run_json(self, provenance, replace=False):
         """Write run.json once; on resume, check the plan is the same.
 
         Returns True when run.json was written, False when an existing one with
         the same plan signature was kept. A different plan raises
-        ResultStoreError naming bench_run_id.
+        ResultStoreError naming bench_run_id. replace: rewrite it (the same plan with more
+        hosts or profiles, as bench_store merges them).
         """
         provenance = dict(provenance)
         provenance.setdefault("run_id", self.run_id)
         provenance["plan_signature"] = plan_signature(provenance.get("plan") or {})
         existing = self.read_run_json()
-        if existing is not None:
+        if existing is not None and not replace:
             old = existing.get("plan_signature")
             if old != provenance["plan_signature"]:
                 raise ResultStoreError(
@@ -116,39 +129,122 @@ class RunStore:
         atomic_write(self.run_json_path, dumps_strict(provenance, indent=2) + "\n")  # keeps profile order
         return True
 
+    @property
+    def telemetry_path(self):
+        return os.path.join(self.path, TELEMETRY)
+
+    def _append_lines(self, path, lines):
+        """Append whole lines, flushed and fsynced. A torn tail (a writer killed mid-line, a
+        full disk) is first set aside in PATH.torn-N, so the new lines never glue onto it.
+        Returns the file the torn tail went to, or None."""
+        moved = None
+        try:
+            if os.path.exists(path) and os.path.getsize(path):
+                with open(path, "rb+") as handle:
+                    data = handle.read()
+                    if not data.endswith(b"\n"):
+                        keep = data.rfind(b"\n") + 1
+                        number = 1
+                        while os.path.exists(f"{path}.torn-{number}"):
+                            number += 1
+                        moved = f"{path}.torn-{number}"
+                        with open(moved, "wb") as torn:
+                            torn.write(data[keep:])
+                        handle.truncate(keep)
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write("".join(line + "\n" for line in lines))
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            raise ResultStoreError(f"cannot append to {path}: {exc.strerror or exc}. Free space "
+                                   "or fix the permissions of bench_results_dir; the records "
+                                   "written so far are kept.") from exc
+        return moved
+
     def append_record(self, record):
-        """Append one record as a strict JSON line, flushed and fsynced."""
+        """Append one record as a strict JSON line, flushed and fsynced; returns it."""
         record = normalize_record(record)
         if record["run_id"] is None:
             record["run_id"] = self.run_id
-        line = dumps_strict(record, sort_keys=True) + "\n"
-        with open(self.records_path, "a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+        record.pop("gpu", None)  # telemetry lives in telemetry.jsonl
+        self.torn = self._append_lines(self.records_path, [dumps_strict(record, sort_keys=True)])
         return record
 
-    def records(self):
-        """All records so far. A torn last line (a crash mid-write) is skipped."""
-        if not os.path.exists(self.records_path):
+    def append_telemetry(self, windows):
+        """Append the GPU telemetry of points: [{host, profile, max_concurrency, repeat, gpu}]."""
+        keep = ("host", "profile", "max_concurrency", "repeat", "gpu")
+        lines = [dumps_strict({k: w.get(k) for k in keep}, sort_keys=True)
+                 for w in windows if w.get("gpu") is not None]
+        if lines:
+            self._append_lines(self.telemetry_path, lines)
+        return len(lines)
+
+    def _read_lines(self, path):
+        """Parsed JSON lines; a torn last line (no newline after it) is left out."""
+        if not os.path.exists(path):
             return []
-        with open(self.records_path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8") as handle:
             lines = handle.read().split("\n")
-        records = []
+        items = []
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
-                records.append(normalize_record(json.loads(line)))
+                items.append(json.loads(line))
             except ValueError as exc:
                 if number == len(lines):  # no newline after it: torn write
                     break
-                raise ResultStoreError(
-                    f"{self.records_path} line {number} is not a record: {exc}") from exc
+                raise ResultStoreError(f"{path} line {number} is not JSON ({exc}): set the line "
+                                       "aside (move it to another file) and run again") from exc
+        return items
+
+    def records(self):
+        """All records so far, each with its point's GPU telemetry ("gpu", None without)."""
+        telemetry = {}
+        for item in self._read_lines(self.telemetry_path):
+            telemetry[(item.get("host"), item.get("profile"), item.get("max_concurrency"),
+                       item.get("repeat"))] = item.get("gpu")
+        records = []
+        for number, data in enumerate(self._read_lines(self.records_path), 1):
+            try:
+                record = normalize_record(data)
+            except (ValueError, AttributeError) as exc:
+                raise ResultStoreError(f"{self.records_path} record {number}: {exc}") from exc
+            key = (record["host"], record["profile"], record["max_concurrency"], record["repeat"])
+            record["gpu"] = telemetry.get(key, record.get("gpu"))  # (runs before telemetry.jsonl: inline)
+            records.append(record)
         return records
 
+    def write_log(self, name, text):
+        """A server log excerpt -> logs/NAME; returns its path."""
+        safe = os.path.basename(str(name))
+        if not safe or safe in (".", ".."):
+            raise ResultStoreError(f"log name {name!r} is not a file name")
+        folder = os.path.join(self.path, "logs")
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, safe)
+        atomic_write(path, (text or "").rstrip("\n") + "\n")
+        return path
+
+    def write_file(self, name, data, dry=False):
+        """A report file (text or bytes) -> NAME in the run directory, atomically; only
+        when its content changes. Returns True when it changed (dry: would change)."""
+        if os.path.basename(name) != name or name in (RUN_JSON, RECORDS, TELEMETRY):
+            raise ResultStoreError(f"{name!r} is not a report file name")
+        path = os.path.join(self.path, name)
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        if os.path.exists(path):
+            with open(path, "rb") as handle:
+                if handle.read() == data:
+                    return False
+        if not dry:
+            atomic_write(path, data)
+        return True
+
     def done_points(self):
-        """{(host, profile, max_concurrency, repeat)} already recorded as done."""
+        """{(host, profile, max_concurrency, repeat)} already recorded as done (run, over
+        capacity or skipped by the plateau stop): a resume does not run them again."""
         return {
             (r["host"], r["profile"], r["max_concurrency"], r["repeat"])
             for r in self.records() if r["status"] in DONE_STATUSES

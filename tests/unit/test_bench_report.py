@@ -48,6 +48,7 @@ def make_run(path, records, standin=False, run_id="20250101T000000Z-abcdef"):
     })
     for record in records:
         store.append_record(record)
+    store.append_telemetry([r for r in records if r.get("gpu")])  # as bench_store does after a sweep
     return store.path
 
 

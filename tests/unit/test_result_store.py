@@ -88,8 +88,9 @@ def test_done_points_skip_only_finished_points(tmp_path):
     store.append_record(record(3072, 0, status="over_capacity"))
     store.append_record(record(512, 0, status="skipped"))
     store.append_record(record(256, 0, profile="tuned"))
-    assert rs.RunStore(tmp_path, "r1").done_points() == {
-        ("h1", "baseline", 256, 0), ("h1", "baseline", 3072, 0), ("h1", "tuned", 256, 0)}
+    assert rs.RunStore(tmp_path, "r1").done_points() == {  # a skipped point (plateau) is done too
+        ("h1", "baseline", 256, 0), ("h1", "baseline", 3072, 0), ("h1", "baseline", 512, 0),
+        ("h1", "tuned", 256, 0)}
 
 
 def test_torn_last_line_is_skipped_but_corruption_inside_raises(tmp_path):
@@ -100,7 +101,7 @@ def test_torn_last_line_is_skipped_but_corruption_inside_raises(tmp_path):
     assert [r["max_concurrency"] for r in store.records()] == [256]
     with open(store.records_path, "a") as handle:
         handle.write("\n" + json.dumps(record(512)) + "\n")
-    with pytest.raises(rs.ResultStoreError, match="line 2 is not a record"):
+    with pytest.raises(rs.ResultStoreError, match="records.jsonl line 2 is not JSON"):
         store.records()
 
 

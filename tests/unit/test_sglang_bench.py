@@ -1,5 +1,5 @@
-"""sglang_bench: the client command line, result parsing with fallback, failure records,
-and the controller-side validate / plan / store actions; gpu_telemetry's window summary."""
+"""sglang_bench (where the client runs): the client command line and its --help check, result
+parsing with fallback, failure records; gpu_telemetry's window summary."""
 from __future__ import annotations
 
 import json
@@ -9,6 +9,7 @@ from pathlib import Path
 import gpu_telemetry
 import pytest
 import sglang_bench
+from ansible.module_utils.bench_client import build_argv
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -25,8 +26,16 @@ JSONL = (FIXTURES / "bench" / "sglang-0.5.23-client.jsonl").read_text()
 STDOUT = (FIXTURES / "bench" / "sglang-0.5.23-client.stdout.txt").read_text()
 
 
+HELP_RUST = (FIXTURES / "bench" / "help-0.5.23-rust_client.txt").read_text()
+RUST = "sglang.benchmark.rust_client"
+
+
+def argv_of(params, module, output="/tmp/o.jsonl"):
+    return build_argv(params["python"], module, sglang_bench.client_options(params), output)
+
+
 def test_argv_has_the_reference_settings_and_no_key():
-    argv = sglang_bench.build_argv(PARAMS, "sglang.benchmark.rust_client", "/tmp/o.jsonl")
+    argv = argv_of(PARAMS, RUST)
     line = " ".join(argv)
     assert argv[:3] == ["/venv/bin/python", "-m", "sglang.benchmark.rust_client"]
     for part in ("--base-url http://10.0.0.5:30000 ", "--random-input-len 128", "--random-output-len 128",
@@ -38,20 +47,24 @@ def test_argv_has_the_reference_settings_and_no_key():
 
 
 def test_argv_fixed_num_prompts_and_no_flush():
-    argv = sglang_bench.build_argv(dict(PARAMS, num_prompts=300, flush_cache=False, dataset_name="random",
-                                        extra_args=["--dataset-path", "/d.json"]), "m", "/o")
+    argv = argv_of(dict(PARAMS, num_prompts=300, flush_cache=False, dataset_name="random",
+                        extra_args=["--dataset-path", "/d.json"]), RUST, "/o")
     assert argv[argv.index("--num-prompts") + 1] == "300"
     assert "--flush-cache" not in argv and "--tokenize-prompt" not in argv
     assert argv[-2:] == ["--dataset-path", "/d.json"]
 
 
-def fake_runner(returncode=0, stdout="", jsonl=None, serving_exists=True, raises=None):
+def fake_runner(returncode=0, stdout="", jsonl=None, serving_exists=True, raises=None, help_text=""):
     calls = []
 
     def run(argv, **kwargs):
         calls.append((argv, kwargs))
         if argv[1] == "-c":  # the client-module probe
-            return subprocess.CompletedProcess(argv, 0 if serving_exists else 3, "", "")
+            found = {"serving": serving_exists, "version": "0.5.10.post1"}
+            return subprocess.CompletedProcess(argv, 0, json.dumps(found) + "\n", "")
+        if argv[-1] == "--help":
+            return subprocess.CompletedProcess(argv, 0 if help_text is not None else 1, help_text or "",
+                                               "" if help_text is not None else "No module named sglang\n")
         if raises:
             raise raises
         if jsonl is not None:
@@ -62,10 +75,42 @@ def fake_runner(returncode=0, stdout="", jsonl=None, serving_exists=True, raises
     return run
 
 
+@pytest.mark.parametrize("module", ["sglang.benchmark.serving", "sglang.bench_serving"])
+def test_python_clients_get_no_rust_only_flags(module):
+    argv = argv_of(dict(PARAMS, client="python"), module)
+    assert "--tokenize-prompt" in argv
+    assert "--vocab-size" not in argv and "--disable-retokenize" not in argv
+
+
 @pytest.mark.parametrize(("exists", "module"), [(True, "sglang.benchmark.serving"), (False, "sglang.bench_serving")])
-def test_python_client_module_picked_by_version(exists, module):
-    assert sglang_bench.pick_client_module("py", "python", "auto", fake_runner(serving_exists=exists)) == module
-    assert sglang_bench.pick_client_module("py", "rust", "auto", fake_runner()) == "sglang.benchmark.rust_client"
+def test_python_client_module_picked_by_what_the_venv_has(exists, module):
+    params = dict(PARAMS, client="python")
+    assert sglang_bench.resolve_module(params, fake_runner(serving_exists=exists)) == (module, "0.5.10.post1")
+    assert sglang_bench.resolve_module(PARAMS, fake_runner())[0] == RUST
+    with pytest.raises(sglang_bench.ClientError, match="sglang_benchmark_client_module"):
+        sglang_bench.resolve_module(dict(params, client_module="sglang.nope"))
+
+
+def test_check_passes_the_default_argv_against_the_real_rust_help():
+    got = sglang_bench.check_client(PARAMS, fake_runner(help_text=HELP_RUST))
+    assert got["module"] == RUST and "--vocab-size" in got["argv"]
+
+
+def test_check_names_the_variable_of_a_flag_the_client_lacks():
+    # The Python client's default argv against a --help without --flush-cache, plus an extra arg.
+    params = dict(PARAMS, client="python", extra_args=["--frobnicate", "1"])
+    help_text = HELP_RUST.replace("--flush-cache", "--flush-xxxxx")
+    with pytest.raises(sglang_bench.ClientError) as err:
+        sglang_bench.check_client(params, fake_runner(help_text=help_text, serving_exists=False))
+    message = str(err.value)
+    assert "sglang.bench_serving does not accept" in message
+    assert "--flush-cache from sglang_benchmark_flush_cache" in message
+    assert "--frobnicate from sglang_benchmark_extra_args" in message
+
+
+def test_check_of_a_venv_without_the_client():
+    with pytest.raises(sglang_bench.ClientError, match="exited with 1"):
+        sglang_bench.check_client(PARAMS, fake_runner(help_text=None))
 
 
 def test_run_point_parses_jsonl_with_infinity_and_labels():
@@ -99,64 +144,6 @@ def test_failed_client_gives_a_failed_record(runner, fragment):
     assert record["output_throughput"] is None and record["host"] == "gpu-1"
 
 
-VALIDATE = {"concurrencies": [256, 512], "num_prompts": None, "input_len": 128, "output_len": 128,
-            "context_len": None, "repeats": 1, "profiles": ["baseline"],
-            "known_profiles": {"baseline": {}, "tuned": {}}, "plan": {"c": [256, 512]}}
-
-
-@pytest.mark.parametrize(("change", "fragment"), [
-    ({"concurrencies": []}, "sglang_benchmark_concurrencies"),
-    ({"concurrencies": [256, 0]}, "sglang_benchmark_concurrencies"),
-    ({"concurrencies": [-1]}, "sglang_benchmark_concurrencies"),
-    ({"num_prompts": 100}, "sglang_benchmark_num_prompts"),
-    ({"context_len": 200}, "context length"),
-    ({"profiles": ["fast"]}, "unknown profile(s) fast"),
-    ({"repeats": 0}, "bench_repeats"),
-    ({"results_dir": "/proc/nope"}, "bench_results_dir"),
-])
-def test_validate_refuses_bad_input(tmp_path, change, fragment):
-    params = {**VALIDATE, "results_dir": str(tmp_path), "run_id": "", **change}
-    with pytest.raises(ValueError) as err:
-        sglang_bench.action_validate(params)
-    assert fragment in str(err.value)
-
-
-def test_validate_new_run_and_plan_guard(tmp_path):
-    params = dict(VALIDATE, results_dir=str(tmp_path), run_id="")
-    result = sglang_bench.action_validate(params)
-    assert result["run_id"] and not result["resuming"]
-    plan = dict(params, run_id="r1", hosts={"h1": {"max_total_num_tokens": 495488, "profile": "baseline"}},
-                concurrencies=[256, 2048], include_over_capacity=False, provenance={"profiles": {"baseline": {}}})
-    out = sglang_bench.action_plan(plan)
-    assert [(p["max_concurrency"], p["status"]) for p in out["points"]["h1"]] == [(256, "planned"), (2048, "over_capacity")]
-    assert out["points"]["h1"][0]["num_prompts"] == 1280 and out["points"]["h1"][0]["kv_capacity"] == 1935
-    with pytest.raises(ValueError, match="different plan"):
-        sglang_bench.action_validate(dict(params, run_id="r1", plan={"c": [1]}))
-    assert sglang_bench.action_validate(dict(params, run_id="r1"))["resuming"]
-
-
-def test_store_appends_at_once_and_resume_skips_done(tmp_path):
-    plan = dict(VALIDATE, results_dir=str(tmp_path), run_id="r2", include_over_capacity=False,
-                hosts={"h1": {"max_total_num_tokens": 495488, "profile": "tuned"}}, provenance={}, repeats=2)
-    assert len(sglang_bench.action_plan(plan)["points"]["h1"]) == 4
-    record, *_ = sglang_bench.run_point(dict(PARAMS, labels={"host": "h1", "profile": "tuned", "run_id": "r2",
-                                                             "repeat": 0}, max_concurrency=256),
-                                        runner=fake_runner(stdout=STDOUT, jsonl=JSONL))
-    record["max_concurrency"] = 256
-    out = sglang_bench.action_store({"results_dir": str(tmp_path), "run_id": "r2", "record": record,
-                                     "raw": {"jsonl": JSONL, "txt": STDOUT}})
-    lines = (tmp_path / "r2" / "records.jsonl").read_text().splitlines()
-    assert len(lines) == 1 and "Infinity" not in lines[0]
-    assert json.loads(lines[0])["raw_path"] == "raw/h1/tuned/c256-r0.jsonl" == out["record"]["raw_path"]
-    assert (tmp_path / "r2" / "raw/h1/tuned/c256-r0.txt").read_text() == STDOUT
-    left = sglang_bench.action_plan(plan)["points"]["h1"]
-    assert [(p["max_concurrency"], p["repeat"]) for p in left] == [(256, 1), (512, 0), (512, 1)]
-    failed = sglang_bench.failed_record({"host": "h1", "profile": "tuned", "repeat": 1}, PARAMS, "boom")
-    sglang_bench.action_store({"results_dir": str(tmp_path), "run_id": "r2", "record": failed, "raw": {}})
-    assert len((tmp_path / "r2" / "records.jsonl").read_text().splitlines()) == 2
-    assert len(sglang_bench.action_plan(plan)["points"]["h1"]) == 3  # a failed point is run again
-
-
 def test_telemetry_window_uses_only_the_points_samples():
     text = "\n".join([
         "100.0|0, 50.0, 0, 1000, 300",
@@ -180,39 +167,3 @@ def test_telemetry_windows_of_a_sweep_in_one_call():
     assert got[0]["gpu"][0]["power_w_mean"] == 200.0 and got[1]["gpu"][0]["power_w_mean"] == 100.0
 
 
-def test_attach_adds_telemetry_to_the_points_records_and_keeps_logs(tmp_path):
-    store = {"results_dir": str(tmp_path), "run_id": "r3"}
-    for c in (64, 128):
-        record = sglang_bench.failed_record({"host": "h1", "profile": "tuned", "repeat": 0}, PARAMS, "x")
-        record.update(max_concurrency=c, gpu=None)
-        sglang_bench.action_store(dict(store, record=record, raw={}))
-    gpu = [{"index": 0, "power_w_mean": 230.0}]
-    out = sglang_bench.action_attach(dict(store, windows=[
-        {"host": "h1", "profile": "tuned", "max_concurrency": "128", "repeat": 0, "start": 1, "end": 2, "gpu": gpu},
-        {"host": "h2", "profile": "tuned", "max_concurrency": 64, "repeat": 0, "gpu": gpu}],
-        logs={"h1-tuned.log": "line\n"}))
-    assert out["attached"] == 1 and out["changed"]
-    recs = [json.loads(line) for line in (tmp_path / "r3" / "records.jsonl").read_text().splitlines()]
-    assert [r["gpu"] for r in recs] == [None, gpu]
-    assert (tmp_path / "r3" / "logs" / "h1-tuned.log").read_text() == "line\n"
-    again = sglang_bench.action_attach(dict(store, windows=[dict(host="h1", profile="tuned", max_concurrency=128,
-                                                                  repeat=0, gpu=[])], logs={}))
-    assert again["attached"] == 0 and not again["changed"]
-    with pytest.raises(ValueError):
-        sglang_bench.action_attach(dict(store, windows=[], logs={"..": "x"}))
-
-
-def test_best_profile_is_the_highest_peak_and_the_common_top_is_compared():
-    def rec(host, profile, c, out, status="ok"):
-        return {"host": host, "profile": profile, "max_concurrency": c, "output_throughput": out, "status": status}
-    records = [rec("h1", "baseline", 256, 705), rec("h1", "baseline", 512, 1106), rec("h1", "baseline", 1024, 1601),
-               rec("h1", "baseline", 2048, 1640), rec("h1", "tuned", 256, 705), rec("h1", "tuned", 512, 1111),
-               rec("h1", "tuned", 1024, 1631), rec("h1", "tuned", 2048, 2095), rec("h1", "tuned", 3072, 2062),
-               rec("h1", "tuned", 4096, None, "failed")]
-    got = sglang_bench.pick_best(records, ["baseline", "tuned"])
-    assert got["best"] == "tuned" and got["points"] == 9
-    h1 = got["hosts"]["h1"]
-    assert h1["profiles"]["tuned"]["peak_concurrency"] == 2048 and h1["profiles"]["baseline"]["points"] == 4
-    assert h1["common_top"] == {"max_concurrency": 2048, "best": "tuned",
-                                "output_throughput": {"baseline": 1640.0, "tuned": 2095.0}}
-    assert sglang_bench.pick_best([])["best"] is None

@@ -1,0 +1,436 @@
+#!/usr/bin/python
+"""Ansible module (controller): a sweep's inputs, plan, records and telemetry in the result store."""
+from __future__ import annotations
+
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.bench_results import dumps_strict, point_record
+from ansible.module_utils.result_store import ResultStoreError, RunStore, new_run_id
+from ansible.module_utils.sweep import (
+    capacity,
+    plan_points,
+    plan_signature,
+    sweep_state,
+    validate_plan,
+)
+
+DOCUMENTATION = r"""
+---
+module: bench_store
+short_description: Check, plan and record a benchmark sweep in the controller's result store
+description:
+  - Runs on the controller (C(delegate_to) localhost). The result store is
+    C(<results_dir>/<run_id>/) (module_utils/result_store.py); this module and bench_report are
+    its only writers, through RunStore, and records are only ever appended.
+  - C(action=validate) checks a sweep's inputs before anything runs - concurrencies, lengths,
+    num_prompts, repeats, the timeout, the plateau threshold, the profiles, a writable result
+    store, a reused run_id with another plan - and returns the run_id (a new one when empty).
+  - C(action=plan) writes the run's C(run.json) (provenance, the plan and its signature) and
+    returns, per host, the points to run from the host's KV capacity (module_utils/sweep.py
+    plan_points - the capacity itself and the first concurrency above it run by default).
+    Points already recorded are left out, so a run_id run again resumes; a sweep that had
+    already stopped at a plateau gets its remaining points as C(skipped). With C(dry_run) it
+    writes nothing.
+  - C(action=store) appends one point's record - the client's, or one it makes for a point
+    that was over capacity or skipped - saves the raw client output beside it, and returns the
+    sweep's state after it (C(sweep) - stop at a plateau or a failure; module_utils/sweep.py
+    sweep_state).
+  - C(action=telemetry) appends the sweep's GPU telemetry windows (gpu_telemetry's) and keeps
+    server log excerpts under the run's C(logs/).
+options:
+  action:
+    description: What to do.
+    type: str
+    choices: [validate, plan, store, telemetry]
+    required: true
+  results_dir:
+    description: The result store on the controller (C(bench_results_dir)).
+    type: path
+    required: true
+  run_id:
+    description: The run; C(action=validate) makes a new one when empty.
+    type: str
+  plan:
+    description: What makes two sweeps comparable; its signature guards resumption (validate, plan).
+    type: dict
+    default: {}
+  concurrencies:
+    description: The sweep's concurrencies (validate, plan).
+    type: list
+    elements: raw
+  num_prompts:
+    description: Requests per point; null = 5 x the concurrency (validate, plan).
+    type: int
+  input_len:
+    description: Input tokens per request (validate, plan, store).
+    type: int
+    default: 128
+  output_len:
+    description: Output tokens per request (validate, plan, store).
+    type: int
+    default: 128
+  context_len:
+    description: The model's context length when known (validate).
+    type: int
+  repeats:
+    description: Repeats of each point (validate, plan).
+    type: raw
+    default: 1
+  timeout:
+    description: The client's timeout in seconds, checked to be positive (validate).
+    type: raw
+  plateau_threshold:
+    description:
+      - The plateau stop - a step that gains less than this fraction of total tok/s ends the
+        profile's sweep; null never stops (validate, plan, store).
+    type: raw
+  stop_on_failure:
+    description: A failed point ends the sweep (store).
+    type: bool
+    default: false
+  include_over_capacity:
+    description: Run every point above the KV capacity, not only the first (plan).
+    type: bool
+    default: false
+  capacity_point:
+    description: Add a point at the KV capacity when it lies inside the concurrencies asked for (plan).
+    type: bool
+    default: true
+  profiles:
+    description: The profiles to run (validate).
+    type: list
+    elements: str
+    default: []
+  known_profiles:
+    description: The profiles the server role defines (validate), C(sglang_server_profiles).
+    type: dict
+    default: {}
+  hosts:
+    description: action=plan - per host, C({max_total_num_tokens, profile}).
+    type: dict
+    default: {}
+  provenance:
+    description: run.json content besides the plan (plan); hosts and profiles are merged on resume.
+    type: dict
+    default: {}
+  dry_run:
+    description: action=plan - return the points and write nothing.
+    type: bool
+    default: false
+  record:
+    description: action=store - the client's record of the point; omit for a point not run.
+    type: dict
+  point:
+    description: action=store - the plan's point (max_concurrency, num_prompts, repeat, status, last_repeat).
+    type: dict
+  labels:
+    description: action=store - host, profile, run_id, repeat, standin for a record made here.
+    type: dict
+    default: {}
+  request_rate:
+    description: action=store - the client's request rate, for a record made here.
+    type: str
+    default: inf
+  backend:
+    description: action=store - the client's backend, for a record made here.
+    type: str
+    default: sglang
+  skip_reason:
+    description: action=store - the point was not run because the sweep stopped; why.
+    type: str
+  raw:
+    description: action=store - raw outputs to save beside the record, suffix -> text.
+    type: dict
+    default: {}
+  windows:
+    description: action=telemetry - per point C({host, profile, max_concurrency, repeat, gpu}).
+    type: list
+    elements: dict
+    default: []
+  logs:
+    description: action=telemetry - C({file name - text}) written to the run's C(logs/).
+    type: dict
+    default: {}
+author:
+  - sglang-playbooks
+"""
+
+EXAMPLES = r"""
+- name: Plan the sweep
+  bench_store:
+    action: plan
+    results_dir: "{{ bench_results_dir }}"
+    run_id: "{{ run_id }}"
+    concurrencies: [256, 512, 1024, 2048]
+    hosts: {gpu-1: {max_total_num_tokens: 495488, profile: tuned}}
+  delegate_to: localhost
+  register: planned
+
+- name: Append a point's record and learn whether the sweep goes on
+  bench_store:
+    action: store
+    results_dir: "{{ bench_results_dir }}"
+    run_id: "{{ run_id }}"
+    record: "{{ point.record }}"
+    point: "{{ item }}"
+    plateau_threshold: 0.03
+  delegate_to: localhost
+  register: stored
+"""
+
+RETURN = r"""
+run_id:
+  description: The run's id.
+  type: str
+  returned: always
+run_dir:
+  description: The run's directory.
+  type: str
+  returned: always
+resuming:
+  description: The run_id already holds a run with this plan (validate).
+  type: bool
+  returned: action=validate
+points:
+  description: Per host, the points to run in order (plan).
+  type: dict
+  returned: action=plan
+done:
+  description: Points recorded before this plan (plan).
+  type: int
+  returned: action=plan
+record:
+  description: The record appended (store).
+  type: dict
+  returned: action=store
+sweep:
+  description: After the point, C({stop, reason, peak_concurrency, peak_total_throughput}) (store).
+  type: dict
+  returned: action=store
+torn:
+  description: Where a torn last line of records.jsonl was set aside before the append, else null (store).
+  type: str
+  returned: action=store
+attached:
+  description: Telemetry windows appended (telemetry).
+  type: int
+  returned: action=telemetry
+logs:
+  description: Log excerpts written (telemetry).
+  type: list
+  elements: str
+  returned: action=telemetry
+"""
+
+
+def _number(value, name, low=None, high=None, integer=False, allow_none=False):
+    """value as a number within (low, high]; ValueError naming the variable otherwise."""
+    if value is None and allow_none:
+        return None
+    text = str(value).strip()
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        number = int(text) if integer else float(text)
+    except ValueError:
+        kind = "an integer" if integer else "a number"
+        raise ValueError(f"{name} must be {kind}, got {value!r}") from None
+    if (low is not None and number <= low) or (high is not None and number > high):
+        raise ValueError(f"{name} must be above {low}{f' and at most {high}' if high is not None else ''}, "
+                         f"got {value!r}")
+    return number
+
+
+def threshold_of(params):
+    """The plateau threshold as a fraction, or None (never stop)."""
+    value = params.get("plateau_threshold")
+    if value in (None, "", False, "null", "None"):
+        return None
+    return _number(value, "sglang_benchmark_plateau_threshold (a fraction, e.g. 0.03 for 3%; null never stops)",
+                   low=0, high=1)
+
+
+def _validate(params):
+    validate_plan(params.get("concurrencies"), params.get("num_prompts"), params.get("input_len"),
+                  params.get("output_len"), params.get("context_len"))
+    _number(params.get("repeats"), "bench_repeats", low=0, integer=True)
+    if params.get("timeout") is not None:
+        _number(params["timeout"], "sglang_benchmark_timeout (seconds)", low=0, integer=True)
+    threshold_of(params)
+    known = params.get("known_profiles") or {}
+    unknown = [p for p in params.get("profiles") or [] if p and p not in known]
+    if unknown:
+        raise ValueError(f"unknown profile(s) {', '.join(unknown)} in bench_profiles: "
+                         f"sglang_server_profiles defines {', '.join(sorted(known)) or 'none'}. "
+                         "Use one of those names or add the profile to sglang_server_profiles.")
+
+
+def _store(params, run_id=None):
+    return RunStore(params["results_dir"], run_id or params["run_id"], create=not params.get("dry_run"))
+
+
+def action_validate(params):
+    _validate(params)
+    store = _store(params, params.get("run_id") or new_run_id())
+    existing = store.read_run_json()
+    if existing is not None and existing.get("plan_signature") != plan_signature(params["plan"]):
+        raise ValueError(
+            f"bench_run_id {store.run_id} already holds a run with a different plan (signature "
+            f"{existing.get('plan_signature')}, this plan {plan_signature(params['plan'])}) in "
+            f"{store.path}. A run is never overwritten: leave bench_run_id unset for a new run, "
+            "or use the original plan to resume.")
+    return {"run_id": store.run_id, "run_dir": store.path, "resuming": existing is not None}
+
+
+def host_points(params, host, info, records, done):
+    """The points of one host, in order: the plan less what is done; points after a stop that
+    the records already show (a resumed sweep) are marked skipped."""
+    tokens = (info or {}).get("max_total_num_tokens")
+    kv_capacity = capacity(tokens, params["input_len"], params["output_len"]) if tokens else None
+    profile = (info or {}).get("profile") or "default"
+    repeats = int(params.get("repeats") or 1)
+    threshold = threshold_of(params)
+    points, stopped = [], None
+    for point in plan_points(params["concurrencies"], kv_capacity, params.get("include_over_capacity"),
+                             params.get("num_prompts"), params.get("capacity_point", True)):
+        for repeat in range(repeats):
+            item = dict(point, repeat=repeat, kv_capacity=kv_capacity, last_repeat=repeat == repeats - 1)
+            if (host, profile, point["max_concurrency"], repeat) in done:
+                if stopped is None:
+                    state = sweep_state(records, host, profile, item, threshold)
+                    stopped = state["reason"] if state["stop"] else None
+                continue
+            if stopped and item["status"] == "planned":
+                item.update(status="skipped", skip_reason=stopped)
+            points.append(item)
+    return points
+
+
+def action_plan(params):
+    store = _store(params)
+    if not params.get("dry_run"):
+        provenance = dict(params.get("provenance") or {}, plan=params["plan"])
+        if not store.write_run_json(provenance):
+            _merge_run_json(store, provenance)
+    records = store.records()
+    done = store.done_points()
+    points = {host: host_points(params, host, info, records, done)
+              for host, info in (params.get("hosts") or {}).items()}
+    return {"run_id": store.run_id, "run_dir": store.path, "points": points, "done": len(done),
+            "changed": not params.get("dry_run")}
+
+
+def _merge_run_json(store, provenance):
+    """On resume or a further profile, add hosts and profiles to run.json; the plan stays."""
+    existing = store.read_run_json()
+    merged = dict(existing)
+    for key in ("hosts", "profiles"):
+        merged[key] = dict(existing.get(key) or {}, **(provenance.get(key) or {}))
+    if merged != existing:
+        store.write_run_json(merged, replace=True)
+
+
+def action_store(params):
+    store = _store(params)
+    point = dict(params.get("point") or {})
+    labels = dict(params.get("labels") or {}, repeat=point.get("repeat", 0))
+    options = {"backend": params["backend"], "input_len": params["input_len"],
+               "output_len": params["output_len"], "request_rate": params["request_rate"]}
+    if params.get("record"):
+        record = dict(params["record"])
+    elif params.get("skip_reason"):
+        record = point_record("skipped", f"not run: the sweep stopped ({params['skip_reason']})",
+                              labels, point, options)
+    elif point.get("status") == "over_capacity":
+        record = point_record(
+            "over_capacity",
+            f"not run: {point.get('max_concurrency')} requests of {params['input_len'] + params['output_len']} "
+            f"tokens exceed the KV capacity of {point.get('kv_capacity')} requests, and an earlier point "
+            "was already above it (set sglang_benchmark_include_over_capacity to run it)",
+            labels, point, options)
+    else:
+        raise ValueError("action=store needs a record, a skip_reason or an over_capacity point")
+    raw_paths = {}
+    for suffix, text in (params.get("raw") or {}).items():
+        if text is None:
+            continue
+        path = store.raw_path(record.get("host"), record.get("profile"),
+                              record.get("max_concurrency"), record.get("repeat") or 0, suffix)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        raw_paths[suffix] = os.path.relpath(path, store.path)
+    if raw_paths:
+        record["raw_path"] = raw_paths.get("jsonl") or raw_paths.get("txt")
+    record = store.append_record(record)
+    if params.get("skip_reason"):
+        state = {"stop": True, "reason": params["skip_reason"]}
+    else:
+        state = sweep_state(store.records(), record.get("host"), record.get("profile"), point,
+                            threshold_of(params), params.get("stop_on_failure"))
+    return {"record": json.loads(dumps_strict(record)), "run_id": store.run_id, "run_dir": store.path,
+            "sweep": state, "torn": store.torn, "changed": True}
+
+
+def action_telemetry(params):
+    store = _store(params)
+    attached = store.append_telemetry(params.get("windows") or [])
+    written = [store.write_log(name, text) for name, text in sorted((params.get("logs") or {}).items())]
+    return {"run_id": store.run_id, "run_dir": store.path, "attached": attached, "logs": written,
+            "changed": bool(attached or written)}
+
+
+ACTIONS = {"validate": action_validate, "plan": action_plan, "store": action_store,
+           "telemetry": action_telemetry}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "action": {"type": "str", "required": True, "choices": list(ACTIONS)},
+            "results_dir": {"type": "path", "required": True},
+            "run_id": {"type": "str"},
+            "plan": {"type": "dict", "default": {}},
+            "concurrencies": {"type": "list", "elements": "raw"},
+            "num_prompts": {"type": "int"},
+            "input_len": {"type": "int", "default": 128},
+            "output_len": {"type": "int", "default": 128},
+            "context_len": {"type": "int"},
+            "repeats": {"type": "raw", "default": 1},
+            "timeout": {"type": "raw"},
+            "plateau_threshold": {"type": "raw"},
+            "stop_on_failure": {"type": "bool", "default": False},
+            "include_over_capacity": {"type": "bool", "default": False},
+            "capacity_point": {"type": "bool", "default": True},
+            "profiles": {"type": "list", "elements": "str", "default": []},
+            "known_profiles": {"type": "dict", "default": {}},
+            "hosts": {"type": "dict", "default": {}},
+            "provenance": {"type": "dict", "default": {}},
+            "dry_run": {"type": "bool", "default": False},
+            "record": {"type": "dict"},
+            "point": {"type": "dict"},
+            "labels": {"type": "dict", "default": {}},
+            "request_rate": {"type": "str", "default": "inf"},
+            "backend": {"type": "str", "default": "sglang"},
+            "skip_reason": {"type": "str"},
+            "raw": {"type": "dict", "default": {}},
+            "windows": {"type": "list", "elements": "dict", "default": []},
+            "logs": {"type": "dict", "default": {}},
+        },
+        required_if=[("action", "plan", ("run_id", "concurrencies")),
+                     ("action", "store", ("run_id", "point")),
+                     ("action", "telemetry", ("run_id",))],
+        supports_check_mode=True,
+    )
+    action = module.params["action"]
+    if module.check_mode and action != "validate":
+        module.exit_json(changed=False, skipped=True, msg=f"check mode: action={action} not run")
+    try:
+        module.exit_json(**dict({"changed": False}, **ACTIONS[action](module.params)))
+    except (ValueError, ResultStoreError) as exc:
+        module.fail_json(msg=str(exc))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,288 @@
+"""The sweep core: every decision a benchmark sweep makes, each in one place.
+
+- the KV capacity arithmetic (capacity, resolve_max_running_requests);
+- the plan (plan_points: which concurrencies run, which are over capacity);
+- the median over repeats (median) and the plateau stop (plateau, sweep_state);
+- the peak of a profile and the best profile of a run (pick_best).
+
+capacity = floor(max_total_num_tokens / (input_len + output_len)): the number
+of requests whose whole context fits in the KV cache at once (495,488 tokens
+at 128 + 128 -> 1,935). Concurrency above it only queues.
+
+The modules call these and return the decisions; the playbooks only loop over them.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+DEFAULT_PROMPTS_FACTOR = 5  # SGLang's guidance: num_prompts >= 5 x concurrency
+DEFAULT_PLATEAU = 0.03  # a step that gains less than 3% in total tok/s is a plateau
+
+
+def _positive_int(value: Any) -> int | None:
+    """value as an int when it is a positive integer (bools refused), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if isinstance(value, float) and value.is_integer() and value > 0:
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+        return number if number > 0 else None
+    return None
+
+
+def capacity(max_total_num_tokens: Any, input_len: Any, output_len: Any) -> int:
+    """Requests that fit in the KV cache at once: floor(tokens / (in + out))."""
+    tokens = _positive_int(max_total_num_tokens)
+    inp = _positive_int(input_len)
+    out = _positive_int(output_len)
+    if tokens is None:
+        raise ValueError(f"max_total_num_tokens must be a positive integer, got {max_total_num_tokens!r}")
+    if inp is None or out is None:
+        raise ValueError("input_len and output_len must be positive integers, "
+                         f"got {input_len!r} and {output_len!r}")
+    return tokens // (inp + out)
+
+
+def resolve_max_running_requests(value: Any, kv_capacity: Any) -> int:
+    """'auto' -> the KV capacity; a positive integer stays as it is."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        number = _positive_int(kv_capacity)
+        if number is None:
+            raise ValueError(
+                f"max-running-requests: auto needs the KV capacity, got {kv_capacity!r}; "
+                "the server must be healthy and report max_total_num_tokens")
+        return number
+    number = _positive_int(value)
+    if number is None:
+        raise ValueError(f"max-running-requests must be 'auto' or a positive integer, got {value!r}")
+    return number
+
+
+def validate_plan(concurrencies: Any, num_prompts: Any = None, input_len: Any = None,
+                  output_len: Any = None, context_len: Any = None) -> None:
+    """Raise ValueError naming the variable to fix; return None when sound.
+
+    concurrencies: sglang_benchmark_concurrencies; num_prompts:
+    sglang_benchmark_num_prompts (None = 5 x concurrency); input_len and
+    output_len: sglang_benchmark_input_len / _output_len; context_len: the
+    model's context length (None = unknown, not checked).
+    """
+    if (not isinstance(concurrencies, (list, tuple)) or not concurrencies
+            or any(_positive_int(c) is None or isinstance(c, str)
+                   for c in concurrencies)):
+        raise ValueError(
+            "sglang_benchmark_concurrencies must be a non-empty list of positive "
+            f"integers, got {concurrencies!r}. Set it to the concurrencies to sweep, "
+            "e.g. sglang_benchmark_concurrencies: [256, 512, 1024, 2048]")
+    for name, value in (("sglang_benchmark_input_len", input_len),
+                        ("sglang_benchmark_output_len", output_len)):
+        if value is not None and _positive_int(value) is None:
+            raise ValueError(f"{name} must be a positive number of tokens, got {value!r}")
+    if num_prompts is not None:
+        prompts = _positive_int(num_prompts)
+        top = max(int(c) for c in concurrencies)
+        if prompts is None or prompts < top:
+            factor = DEFAULT_PROMPTS_FACTOR
+            raise ValueError(
+                f"sglang_benchmark_num_prompts ({num_prompts!r}) is below the largest "
+                f"concurrency ({top}): the client could never keep {top} requests in "
+                f"flight. Set sglang_benchmark_num_prompts to at least {top} (SGLang "
+                f"suggests {factor} x concurrency = {factor * top}), or leave it unset "
+                f"to use {factor} x each concurrency.")
+    if context_len is not None and input_len is not None and output_len is not None:
+        inp, out, ctx = int(input_len), int(output_len), int(context_len)
+        if inp + out > ctx:
+            raise ValueError(
+                f"sglang_benchmark_input_len ({inp}) + sglang_benchmark_output_len "
+                f"({out}) = {inp + out} tokens is longer than the model's context "
+                f"length ({ctx}). Lower sglang_benchmark_input_len or "
+                "sglang_benchmark_output_len so that together they fit.")
+
+
+def plan_signature(plan: dict) -> str:
+    """A stable short hash of a plan dict (key order and spacing do not count).
+
+    Stored in run.json, so that resuming a run_id with another plan is caught.
+    """
+    canonical = json.dumps(plan, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def plan_points(concurrencies: Iterable[Any], kv_capacity: int | None,
+                include_over_capacity: bool = False, num_prompts: Any = None,
+                capacity_point: bool = True,
+                prompts_factor: int = DEFAULT_PROMPTS_FACTOR) -> list[dict]:
+    """The sweep: one point per concurrency, ascending, duplicates dropped.
+
+    Plans that find the wall: when the KV capacity lies below the largest concurrency
+    asked for, a point at the capacity itself is added (capacity_point) and the first
+    concurrency above it runs; the concurrencies beyond that are over capacity and not run
+    unless include_over_capacity. (The reference VM: 495,488 tokens / 256 = 1,935 requests;
+    [256, 512, 1024, 2048] runs 256, 512, 1024, 1935 and 2048.)
+
+    Each point is {max_concurrency, num_prompts, over_capacity, capacity_point, status};
+    status is 'planned' or 'over_capacity'. num_prompts is the fixed value when given,
+    else prompts_factor x concurrency. kv_capacity None: nothing is over.
+    """
+    wanted = sorted({int(c) for c in concurrencies})
+    added = None
+    if capacity_point and kv_capacity and wanted and kv_capacity < wanted[-1] and kv_capacity not in wanted:
+        added = int(kv_capacity)
+        wanted = sorted(wanted + [added])
+    points = []
+    first_over_seen = False
+    for concurrency in wanted:
+        over = kv_capacity is not None and concurrency > kv_capacity
+        runs = not over or include_over_capacity or not first_over_seen
+        if over:
+            first_over_seen = True
+        points.append({
+            "max_concurrency": concurrency,
+            "num_prompts": int(num_prompts) if num_prompts else prompts_factor * concurrency,
+            "over_capacity": over,
+            "capacity_point": concurrency == added,
+            "status": "planned" if runs else "over_capacity",
+        })
+    return points
+
+
+def median(values: Iterable[float]) -> float | None:
+    """The median (the mean of the middle pair for an even count); None for no values.
+
+    The one median of the project: the report's cells, the plateau stop and the best
+    profile all use it, so they agree with each other for any number of repeats.
+    """
+    ordered = sorted(float(v) for v in values if v is not None)
+    if not ordered:
+        return None
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def plateau(prev_tput: float | None, cur_tput: float | None, threshold: float = DEFAULT_PLATEAU) -> bool:
+    """True when the step from prev to cur gained less than threshold (3%).
+
+    A sweep stops there: more concurrency no longer buys throughput. Unknown
+    or zero previous throughput is never a plateau.
+    """
+    if not prev_tput or cur_tput is None:
+        return False
+    return (cur_tput - prev_tput) / prev_tput < threshold
+
+
+def _ok(record: dict) -> bool:
+    return record.get("status") == "ok"
+
+
+def medians_by_concurrency(records: Iterable[dict], host: Any, profile: Any,
+                           metric: str = "total_throughput") -> dict[int, float]:
+    """{concurrency: median of metric over the ok repeats} of one host and profile."""
+    values: dict[int, list] = {}
+    for r in records:
+        if r.get("host") == host and r.get("profile") == profile and _ok(r) and r.get(metric) is not None:
+            values.setdefault(int(r["max_concurrency"]), []).append(float(r[metric]))
+    return {c: median(v) for c, v in sorted(values.items())}
+
+
+def peak(medians: dict[int, float]) -> tuple[int, float] | None:
+    """(concurrency, value) of the highest median; the lower concurrency on a tie."""
+    if not medians:
+        return None
+    top = max(medians, key=lambda c: (medians[c], -c))
+    return top, medians[top]
+
+
+def sweep_state(records: list[dict], host: Any, profile: Any, point: dict,
+                threshold: float | None = DEFAULT_PLATEAU, stop_on_failure: bool = False) -> dict:
+    """Whether the sweep of (host, profile) goes on after `point` was recorded.
+
+    point: the plan's point just recorded ({max_concurrency, repeat, last_repeat}).
+    The plateau stop is decided once a concurrency's last repeat is in: the median total
+    tok/s there against the previous concurrency's median; it gains less than threshold
+    (None: never stop). A profile does not stop below the concurrency where another
+    profile of the run peaked on this host, so every profile is measured where the others
+    were best. stop_on_failure stops at a failed point.
+    Returns {stop, reason, peak_concurrency, peak_total_throughput}.
+    """
+    medians = medians_by_concurrency(records, host, profile)
+    best = peak(medians)
+    state = {"stop": False, "reason": None,
+             "peak_concurrency": best[0] if best else None,
+             "peak_total_throughput": round(best[1], 1) if best else None}
+    concurrency = int(point["max_concurrency"])
+    mine = [r for r in records if r.get("host") == host and r.get("profile") == profile
+            and r.get("max_concurrency") == concurrency and r.get("repeat") == point.get("repeat")]
+    if stop_on_failure and mine and mine[-1].get("status") == "failed":
+        state.update(stop=True, reason=f"the point at concurrency {concurrency} failed "
+                     "(sglang_benchmark_stop_on_failure)")
+        return state
+    if threshold is None or not point.get("last_repeat", True) or concurrency not in medians:
+        return state
+    earlier = [c for c in medians if c < concurrency]
+    if not earlier:
+        return state
+    floor = max((p[0] for p in (peak(medians_by_concurrency(records, host, other))
+                                for other in {r.get("profile") for r in records
+                                              if r.get("host") == host} - {profile}) if p),
+                default=0)
+    before, now = medians[max(earlier)], medians[concurrency]
+    if concurrency >= floor and plateau(before, now, threshold):
+        state.update(stop=True, reason=(
+            f"plateau: total tok/s {before:.0f} at {max(earlier)} -> {now:.0f} at {concurrency} "
+            f"gains less than {threshold:.0%} (sglang_benchmark_plateau_threshold)"))
+    return state
+
+
+def pick_best(records: list[dict], profiles: list | None = None) -> dict:
+    """The best profile of a run, per host and over hosts.
+
+    Per host, each profile's peak output tok/s (the median over repeats at each
+    concurrency, the highest over the concurrencies it ran) and the concurrency of that
+    peak; the host's best profile has the highest peak; over hosts, the best has the highest
+    mean of the hosts' peaks. common_top compares the profiles at the highest concurrency all
+    of them ran. A plateau-stopped sweep ends past its peak, so its pick is the full grid's
+    unless throughput rises again after a plateau.
+    Returns {best, mean_peak_output_throughput, hosts: {host: {best, profiles, common_top}}, points}.
+    """
+    pairs = sorted({(str(r.get("host")), r.get("profile")) for r in records if _ok(r)},
+                   key=lambda pair: (pair[0], str(pair[1])))
+    hosts: dict[str, dict] = {}
+    for host, profile in pairs:
+        if profiles and profile not in profiles:
+            continue
+        medians = medians_by_concurrency(
+            [r for r in records if str(r.get("host")) == host], host, profile, "output_throughput")
+        if not medians:
+            continue
+        top, value = peak(medians)
+        points = sum(1 for r in records if str(r.get("host")) == host and r.get("profile") == profile and _ok(r))
+        hosts.setdefault(host, {"profiles": {}})["profiles"][profile] = {
+            "peak_output_throughput": round(value, 1), "peak_concurrency": top, "points": points,
+            "max_concurrency_run": max(medians),
+            "output_throughput": {str(c): round(v, 1) for c, v in medians.items()}}
+    peaks: dict[str, list] = {}
+    for info in hosts.values():
+        per = info["profiles"]
+        info["best"] = max(per, key=lambda p: per[p]["peak_output_throughput"])
+        common = set.intersection(*(set(v["output_throughput"]) for v in per.values()))
+        top_c = max(common, key=int) if common else None
+        info["common_top"] = {"max_concurrency": int(top_c) if top_c else None,
+                              "output_throughput": {p: v["output_throughput"][top_c] for p, v in per.items()}
+                              if top_c else {}}
+        if top_c:
+            at_top = info["common_top"]["output_throughput"]
+            info["common_top"]["best"] = max(at_top, key=at_top.get)
+        for p, v in per.items():
+            peaks.setdefault(p, []).append(v["peak_output_throughput"])
+    mean_peak = {p: round(sum(v) / len(v), 1) for p, v in peaks.items()}
+    return {"best": max(mean_peak, key=mean_peak.get) if mean_peak else None,
+            "mean_peak_output_throughput": mean_peak, "hosts": hosts,
+            "points": sum(v["points"] for h in hosts.values() for v in h["profiles"].values())}

@@ -1,0 +1,162 @@
+"""bench_store (controller): validate, plan (the capacity point, resume, a stopped sweep's
+rest), store (the client's record or one for a point not run, the plateau decision), the torn
+tail of a killed writer, telemetry joined into the records."""
+from __future__ import annotations
+
+import json
+
+import bench_store
+import pytest
+from ansible.module_utils.result_store import ResultStoreError, RunStore
+
+VALIDATE = {"concurrencies": [256, 512], "num_prompts": None, "input_len": 128, "output_len": 128,
+            "context_len": None, "repeats": 1, "profiles": ["baseline"], "timeout": 3600,
+            "plateau_threshold": 0.03, "known_profiles": {"baseline": {}, "tuned": {}}, "plan": {"c": [256, 512]}}
+REF_KV = 495488  # the reference VM: 1,935 requests of 128 + 128 tokens
+
+
+def plan_params(tmp_path, run_id, **change):
+    return {**VALIDATE, "results_dir": str(tmp_path), "run_id": run_id, "include_over_capacity": False,
+            "capacity_point": True, "provenance": {}, "dry_run": False,
+            "hosts": {"h1": {"max_total_num_tokens": REF_KV, "profile": "tuned"}}, **change}
+
+
+def store_params(tmp_path, run_id, point, record=None, **change):
+    return dict({"results_dir": str(tmp_path), "run_id": run_id, "point": point, "record": record,
+                 "labels": {"host": "h1", "profile": "tuned", "run_id": run_id}, "raw": {},
+                 "input_len": 128, "output_len": 128, "request_rate": "inf", "backend": "sglang",
+                 "plateau_threshold": 0.03, "stop_on_failure": False, "skip_reason": None}, **change)
+
+
+def ok_record(point, total):
+    return {"host": "h1", "profile": "tuned", "run_id": "r", "repeat": point["repeat"], "status": "ok",
+            "max_concurrency": point["max_concurrency"], "num_prompts": point["num_prompts"],
+            "total_throughput": total, "output_throughput": total / 2 if total else None}
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    ({"concurrencies": []}, "sglang_benchmark_concurrencies"),
+    ({"concurrencies": [256, 0]}, "sglang_benchmark_concurrencies"),
+    ({"num_prompts": 100}, "sglang_benchmark_num_prompts"),
+    ({"context_len": 200}, "context length"),
+    ({"profiles": ["fast"]}, "unknown profile(s) fast"),
+    ({"repeats": 0}, "bench_repeats"),
+    ({"repeats": "two"}, "bench_repeats must be an integer"),
+    ({"timeout": 0}, "sglang_benchmark_timeout"),
+    ({"timeout": -5}, "sglang_benchmark_timeout"),
+    ({"plateau_threshold": "3%"}, "sglang_benchmark_plateau_threshold"),
+    ({"plateau_threshold": 3}, "sglang_benchmark_plateau_threshold"),
+    ({"results_dir": "/proc/nope"}, "bench_results_dir"),
+])
+def test_validate_refuses_bad_input(tmp_path, change, fragment):
+    params = {**VALIDATE, "results_dir": str(tmp_path), "run_id": "", **change}
+    with pytest.raises((ValueError, ResultStoreError)) as err:
+        bench_store.action_validate(params)
+    assert fragment in str(err.value)
+
+
+def test_validate_new_run_and_plan_guard(tmp_path):
+    params = dict(VALIDATE, results_dir=str(tmp_path), run_id="")
+    result = bench_store.action_validate(params)
+    assert result["run_id"] and not result["resuming"]
+    out = bench_store.action_plan(plan_params(tmp_path, "r1", concurrencies=[256, 2048, 3072]))
+    assert [(p["max_concurrency"], p["status"]) for p in out["points"]["h1"]] == [
+        (256, "planned"), (1935, "planned"), (2048, "planned"), (3072, "over_capacity")]
+    assert out["points"]["h1"][0]["num_prompts"] == 1280 and out["points"]["h1"][0]["kv_capacity"] == 1935
+    with pytest.raises(ValueError, match="different plan"):
+        bench_store.action_validate(dict(params, run_id="r1", plan={"c": [1]}))
+    assert bench_store.action_validate(dict(params, run_id="r1"))["resuming"]
+
+
+def test_dry_run_plans_and_writes_nothing(tmp_path):
+    out = bench_store.action_plan(plan_params(tmp_path, "dry", dry_run=True, concurrencies=[256, 512, 1024, 2048]))
+    assert [p["max_concurrency"] for p in out["points"]["h1"]] == [256, 512, 1024, 1935, 2048]
+    assert not (tmp_path / "dry").exists()
+
+
+def test_store_appends_at_once_and_resume_skips_done(tmp_path):
+    params = plan_params(tmp_path, "r2", repeats=2)
+    points = bench_store.action_plan(params)["points"]["h1"]
+    assert len(points) == 4
+    out = bench_store.action_store(store_params(tmp_path, "r2", points[0], ok_record(points[0], 1400),
+                                               raw={"jsonl": "{}\n", "txt": "out"}))
+    lines = (tmp_path / "r2" / "records.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["raw_path"] == "raw/h1/tuned/c256-r0.jsonl"
+    assert out["sweep"]["stop"] is False
+    left = bench_store.action_plan(params)["points"]["h1"]
+    assert [(p["max_concurrency"], p["repeat"]) for p in left] == [(256, 1), (512, 0), (512, 1)]
+    failed = dict(ok_record(left[0], None), status="failed", error="boom")
+    bench_store.action_store(store_params(tmp_path, "r2", left[0], failed))
+    assert len(bench_store.action_plan(params)["points"]["h1"]) == 3  # a failed point is run again
+
+
+def test_plateau_stop_records_the_rest_as_skipped_and_a_resume_agrees(tmp_path):
+    params = plan_params(tmp_path, "r3", concurrencies=[64, 128, 256, 512],
+                         hosts={"h1": {"max_total_num_tokens": None, "profile": "tuned"}})
+    points = bench_store.action_plan(params)["points"]["h1"]
+    totals = {64: 1000, 128: 1800, 256: 1810}
+    state = {"stop": False}
+    for point in points:
+        if state["stop"]:
+            out = bench_store.action_store(store_params(tmp_path, "r3", point, skip_reason=state["reason"]))
+        else:
+            out = bench_store.action_store(store_params(tmp_path, "r3", point, ok_record(point, totals[point["max_concurrency"]])))
+        state = out["sweep"]
+    records = RunStore(str(tmp_path), "r3").records()
+    assert [(r["max_concurrency"], r["status"]) for r in records] == [
+        (64, "ok"), (128, "ok"), (256, "ok"), (512, "skipped")]
+    assert "plateau" in records[-1]["error"]
+    assert bench_store.action_plan(params)["points"]["h1"] == []  # nothing left to run on resume
+    # Interrupted right after the plateau point (no skipped record yet): the resume skips the rest.
+    (tmp_path / "r3" / "records.jsonl").write_text(
+        "\n".join((tmp_path / "r3" / "records.jsonl").read_text().splitlines()[:3]) + "\n")
+    rest = bench_store.action_plan(params)["points"]["h1"]
+    assert [(p["max_concurrency"], p["status"]) for p in rest] == [(512, "skipped")]
+    assert "plateau" in rest[0]["skip_reason"]
+
+
+def test_over_capacity_point_gets_its_own_record(tmp_path):
+    points = bench_store.action_plan(plan_params(tmp_path, "r4", concurrencies=[2048, 4096]))["points"]["h1"]
+    over = points[-1]
+    assert over["status"] == "over_capacity"
+    out = bench_store.action_store(store_params(tmp_path, "r4", over))
+    assert out["record"]["status"] == "over_capacity" and "KV capacity of 1935" in out["record"]["error"]
+    assert out["record"]["max_concurrency"] == 4096 and out["record"]["output_throughput"] is None
+
+
+def test_a_torn_tail_is_set_aside_before_the_next_append(tmp_path):
+    points = bench_store.action_plan(plan_params(tmp_path, "r5"))["points"]["h1"]
+    bench_store.action_store(store_params(tmp_path, "r5", points[0], ok_record(points[0], 1000)))
+    records = tmp_path / "r5" / "records.jsonl"
+    with open(records, "a") as handle:
+        handle.write('{"host": "h1", "status": "o')  # a controller killed mid-write
+    assert len(RunStore(str(tmp_path), "r5").records()) == 1
+    out = bench_store.action_store(store_params(tmp_path, "r5", points[1], ok_record(points[1], 1500)))
+    assert out["torn"] == str(records) + ".torn-1"
+    assert (tmp_path / "r5" / "records.jsonl.torn-1").read_text() == '{"host": "h1", "status": "o'
+    assert [r["max_concurrency"] for r in RunStore(str(tmp_path), "r5").records()] == [256, 512]
+
+
+def test_a_corrupt_middle_line_names_the_file(tmp_path):
+    run = tmp_path / "r6"
+    run.mkdir()
+    (run / "records.jsonl").write_text('{"host": "h1"}\nnot json\n{"host": "h1"}\n')
+    with pytest.raises(ResultStoreError, match="records.jsonl line 2 is not JSON"):
+        RunStore(str(tmp_path), "r6").records()
+
+
+def test_telemetry_is_appended_and_joined_into_the_records(tmp_path):
+    points = bench_store.action_plan(plan_params(tmp_path, "r7"))["points"]["h1"]
+    for point in points:
+        bench_store.action_store(store_params(tmp_path, "r7", point, ok_record(point, 1000)))
+    before = (tmp_path / "r7" / "records.jsonl").read_text()
+    gpu = [{"index": 0, "power_w_mean": 230.0}]
+    out = bench_store.action_telemetry({"results_dir": str(tmp_path), "run_id": "r7", "logs": {"h1-tuned.log": "line\n"},
+                                        "windows": [{"host": "h1", "profile": "tuned", "max_concurrency": 512,
+                                                     "repeat": 0, "start": 1, "end": 2, "gpu": gpu}]})
+    assert out["attached"] == 1
+    assert (tmp_path / "r7" / "records.jsonl").read_text() == before  # records are never rewritten
+    assert [r["gpu"] for r in RunStore(str(tmp_path), "r7").records()] == [None, gpu]
+    assert (tmp_path / "r7" / "logs" / "h1-tuned.log").read_text() == "line\n"
+    with pytest.raises(ResultStoreError):
+        bench_store.action_telemetry({"results_dir": str(tmp_path), "run_id": "r7", "windows": [], "logs": {"..": "x"}})
