@@ -277,7 +277,7 @@ def client_options(params):
 def check_client(params, runner=subprocess.run):
     """Run the client's --help; ClientError naming the variables when it lacks a flag."""
     module, version = resolve_module(params, runner)
-    if version is None and params.get("client") != "rust":
+    if version is None:
         version = probe_client(params["python"], runner).get("version")
     argv = build_argv(params["python"], module, client_options(params), OUTPUT_PLACEHOLDER)
     try:
