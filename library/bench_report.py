@@ -52,11 +52,10 @@ options:
     type: str
   template:
     description:
-      - The report template. Default is C(templates/report.md.j2) of this
-        repository, looked up from the current directory and from the module's
-        own location; playbooks should pass
-        C("{{ playbook_dir }}/../templates/report.md.j2").
+      - The report template, C(templates/report.md.j2) of this repository (the benchmark role
+        passes its C(sglang_benchmark_report_template), set once in the role's vars).
     type: path
+    required: true
   plots:
     description: Write the PNG plots.
     type: bool
@@ -77,7 +76,7 @@ EXAMPLES = r"""
     results_dir: "{{ bench_results_dir }}/{{ bench_run_id }}"
     title: "GLM-5 NVFP4 on 8x RTX PRO 6000: baseline vs tuned"
     baseline_profile: baseline
-    template: "{{ playbook_dir }}/../templates/report.md.j2"
+    template: /path/to/sglang-playbooks/templates/report.md.j2
   delegate_to: localhost
   run_once: true
 """
@@ -328,18 +327,6 @@ def plot_pngs(tables):
     return pngs
 
 
-def find_template(option):
-    if option:
-        return option
-    here = os.path.dirname(os.path.abspath(__file__))
-    for candidate in (os.path.join(os.getcwd(), "templates", "report.md.j2"),
-                      os.path.join(here, "..", "templates", "report.md.j2")):
-        if os.path.isfile(candidate):
-            return os.path.normpath(candidate)
-    raise FileNotFoundError("templates/report.md.j2 not found from the current directory "
-                            "or the module; pass the template option")
-
-
 def cli_args(args):
     """A server/client args dict as a command line: true -> bare flag, false/None dropped."""
     parts = []
@@ -415,7 +402,7 @@ def make_report(results_dir, title="SGLang benchmark report", baseline_profile=N
                                               for row in t["rows"]
                                               for c in row["cells"].values()),
     }
-    files["report.md"] = render_markdown(find_template(template), context)
+    files["report.md"] = render_markdown(template, context)
     best = pick_best(records, profile_order(run, records))
     if best_profile_file and best["best"]:
         files["best-profile.yml"] = best_profile_vars(run, best)
@@ -439,7 +426,7 @@ def main():
             "results_dir": {"type": "path", "required": True},
             "title": {"type": "str", "default": "SGLang benchmark report"},
             "baseline_profile": {"type": "str"},
-            "template": {"type": "path"},
+            "template": {"type": "path", "required": True},
             "plots": {"type": "bool", "default": True},
             "best_profile_file": {"type": "bool", "default": False},
         },
