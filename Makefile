@@ -79,8 +79,8 @@ demo-hosts: venv image
 	bash scripts/demo-hosts.sh up
 
 demo: demo-hosts $(CLIENT_VENV)/.done
-	$(BIN)/ansible-playbook -i inventory/demo playbooks/deploy.yml -e @molecule/bench/vars/demo.yml
-	$(BIN)/ansible-playbook -i inventory/demo playbooks/tune.yml -e @molecule/bench/vars/demo.yml \
+	$(BIN)/ansible-playbook -i inventory/demo playbooks/deploy.yml
+	$(BIN)/ansible-playbook -i inventory/demo playbooks/tune.yml \
 	  -e sglang_benchmark_client_python=$(abspath $(CLIENT_PY)) -e bench_run_id=demo-$$(date -u +%Y%m%dT%H%M%SZ)
 	@echo "make demo: report at $$(ls -td $(CURDIR)/results/demo-*/ | head -n 1)report.md"
 

@@ -1,4 +1,4 @@
-# Benchmark, tune and report (issue 5): the molecule bench scenario and its client venv.
+# Benchmark, tune and report: the molecule bench scenario and its client venv.
 MOLECULE_SCENARIOS += bench
 
 .PHONY: bench-overhead
@@ -15,7 +15,7 @@ OVERHEAD_HOST ?= sglpb-demo-1
 bench-overhead: .cache/client-venv/.done
 	@start=$$(date +%s.%N); \
 	ANSIBLE_STDOUT_CALLBACK=ansible.posix.json $(BIN)/ansible-playbook -i inventory/demo -l $(OVERHEAD_HOST) \
-	  playbooks/benchmark.yml -e @molecule/bench/vars/demo.yml -e sglang_benchmark_client_python=$(CURDIR)/.cache/client-venv/bin/python \
+	  playbooks/benchmark.yml -e sglang_benchmark_client_python=$(CURDIR)/.cache/client-venv/bin/python \
 	  -e '{"sglang_benchmark_concurrencies": [1024, 1280, 1536, 1792], "sglang_benchmark_plateau_threshold": null}' \
 	  > .cache/bench-overhead.json; end=$$(date +%s.%N); \
 	$(PY) -c 'import json,sys,datetime as d; \
