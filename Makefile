@@ -64,7 +64,7 @@ syntax: venv
 	  echo "syntax-check $$pb"; $(BIN)/ansible-playbook --syntax-check -i inventory/example $$pb >/dev/null; \
 	done
 
-unit: venv
+unit: venv $(CLIENT_VENV)/.done
 	$(BIN)/pytest -q tests --ignore=tests/standin/test_real_client.py
 
 molecule: venv image

@@ -1,0 +1,44 @@
+"""benchmark.yml -e bench_dry_run=true on a host with inventory/example's settings and the
+reference VM's 495,488 KV tokens: the plan (with the capacity point) and the exact client
+command lines, checked against the real client's --help, and nothing run or written. The
+client is SGLang's real one from the client venv (`make client-venv`)."""
+from pathlib import Path
+
+import pytest
+import yaml
+from harness import REPO, run_playbook
+
+CLIENT = REPO / ".cache" / "client-venv" / "bin" / "python"
+EXAMPLE = yaml.safe_load((REPO / "inventory" / "example" / "group_vars" / "sglang_servers.yml").read_text())
+
+
+def example_vars(tmp_path, **more):
+    if not CLIENT.exists():
+        pytest.fail(f"SGLang's client venv is missing ({CLIENT}): run `make client-venv`")
+    keep = ("sglang_server_args", "sglang_server_profiles", "sglang_profile", "cuda_toolkit_version")
+    return {**{k: EXAMPLE[k] for k in keep}, "sglang_benchmark_client": "rust",
+            "sglang_benchmark_client_python": str(CLIENT), "bench_results_dir": str(tmp_path / "results"), **more}
+
+
+def test_dry_run_prints_the_plan_and_the_client_command_lines(tmp_path):
+    rc, out = run_playbook(tmp_path, "benchmark.yml", example_vars(tmp_path),
+                           extra={"bench_dry_run": True, "bench_kv_tokens": 495488, "sglang_server_health_timeout": 5})
+    text = " ".join(out.split())
+    assert rc == 0, out[-4000:]
+    assert "KV cache 495488 tokens = 1935 requests of 256 tokens" in text
+    assert "sglang.benchmark.rust_client (SGLang 0.5.23)" in text and "its --help takes every flag" in text
+    for concurrency, prompts in ((256, 1280), (512, 2560), (1024, 5120), (1935, 9675), (2048, 10240)):
+        assert f"--num-prompts {prompts} --max-concurrency {concurrency} " in text, concurrency
+    assert '"max_concurrency": 1935, "num_prompts": 9675, "over_capacity": false, "capacity_point": true' in text
+    assert "--base-url http://127.0.0.1:30000" in text
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+
+
+def test_a_flag_the_client_lacks_stops_before_any_point(tmp_path):
+    rc, out = run_playbook(tmp_path, "benchmark.yml",
+                           example_vars(tmp_path, sglang_benchmark_extra_args=["--frobnicate", "1"]),
+                           extra={"bench_dry_run": True, "bench_kv_tokens": 495488})
+    text = " ".join(out.split())
+    assert rc != 0
+    assert "does not accept --frobnicate from sglang_benchmark_extra_args" in text, out[-3000:]
+    assert not list(Path(tmp_path / "results").glob("*/records.jsonl"))
