@@ -195,9 +195,11 @@ def change(base, other):
 
 
 def profile_order(run, records):
+    """run.json's profiles in their order (a profile with no record yet too: its cells read
+    missing), then any other profile the records name."""
     named = list((run.get("profiles") or {}).keys())
     extra = sorted({r["profile"] for r in records if r["profile"] not in named} - {None})
-    return [p for p in named if any(r["profile"] == p for r in records)] + extra
+    return named + extra
 
 
 def build_tables(run, records, baseline=None):
@@ -231,11 +233,14 @@ def build_tables(run, records, baseline=None):
 
 
 def problem_points(records):
-    """Points not measured cleanly: over capacity, failed or skipped."""
+    """Points not measured cleanly: over capacity, failed or skipped (a failed point that a
+    resumed run measured afterwards is not one)."""
+    def key(r):
+        return (str(r["host"]), str(r["profile"]), r["max_concurrency"] or 0, r["repeat"] or 0)
+    measured = {key(r) for r in records if r["status"] == "ok"}
     lines = []
-    for r in sorted(records, key=lambda r: (str(r["host"]), str(r["profile"]),
-                                            r["max_concurrency"] or 0, r["repeat"] or 0)):
-        if r["status"] != "ok":
+    for r in sorted(records, key=key):
+        if r["status"] != "ok" and key(r) not in measured:
             lines.append({"host": r["host"], "profile": r["profile"],
                           "concurrency": r["max_concurrency"], "repeat": r["repeat"],
                           "status": r["status"], "error": r.get("error")})

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import bench_report
 import pytest
+import yaml
 from ansible.module_utils import bench_results as br
 from ansible.module_utils import result_store as rs
 from ansible.module_utils.testing import patch_module_args
@@ -183,8 +184,31 @@ def test_module_entry_point(design_run, capsys):
     result = json.loads(capsys.readouterr().out)
     assert result["changed"] is True and result["standin"] is False
     assert result["tables"][0]["rows"][3]["change"]["tuned"]["text"] == "+28%"
-    with patch_module_args({"results_dir": str(Path(design_run).parent / "missing")}), \
+    with patch_module_args({"results_dir": str(Path(design_run).parent / "missing"), "template": TEMPLATE}), \
             pytest.raises(SystemExit):
         bench_report.main()
     failure = json.loads(capsys.readouterr().out)
     assert failure["failed"] is True and "no run.json" in failure["msg"]
+
+
+def test_a_resumed_point_is_not_a_problem_and_a_profile_without_records_stays(tmp_path):
+    failed = point("baseline", 256, 0, 0, status="failed", error="server crashed")
+    failed.update(total_throughput=None, output_throughput=None)
+    records = [failed, point("baseline", 256, 100, 50)]  # failed, then measured on resume
+    result = bench_report.make_report(make_run(tmp_path, records), template=TEMPLATE)
+    (table,) = result["tables"]
+    assert table["profiles"] == ["baseline", "tuned"]  # tuned ran no point yet: still a column
+    assert table["rows"][0]["cells"]["tuned"]["status"] == "missing"
+    report = Path(result["paths"]["report_md"]).read_text()
+    assert "server crashed" not in report
+
+
+def test_best_profile_file_holds_the_exact_args(tmp_path):
+    records = [point("baseline", 2048, 3249, 1640), point("tuned", 2048, 4151, 2095)]
+    result = bench_report.make_report(make_run(tmp_path, records), template=TEMPLATE, best_profile_file=True)
+    assert result["best"]["best"] == "tuned"
+    text = Path(result["paths"]["best_profile"]).read_text()
+    assert text.startswith("# The best profile of run 20250101T000000Z-abcdef: tuned")
+    data = yaml.safe_load(text)
+    assert data == {"sglang_server_args": {"max-running-requests": 2048, "num-continuous-decode-steps": 8,
+                                           "tp-size": 8, "disable-radix-cache": True}, "sglang_profile": ""}
