@@ -40,6 +40,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
+from typing import Any
 
 SCHEMA_VERSION = 1
 
@@ -73,9 +75,9 @@ class BenchParseError(ValueError):
     """The text holds no benchmark result this module can read."""
 
 
-def empty_record(**labels):
+def empty_record(**labels: Any) -> dict[str, Any]:
     """A schema_version 1 record with every key present and unknown (None)."""
-    record = dict.fromkeys(RECORD_KEYS)
+    record: dict[str, Any] = dict.fromkeys(RECORD_KEYS)
     record["schema_version"] = SCHEMA_VERSION
     for key, value in labels.items():
         if key not in RECORD_KEYS and key not in OPTIONAL_KEYS:
@@ -84,7 +86,8 @@ def empty_record(**labels):
     return record
 
 
-def point_record(status, error, labels, point, options):
+def point_record(status: str, error: str | None, labels: dict[str, Any] | None, point: dict[str, Any],
+                 options: dict[str, Any] | None) -> dict[str, Any]:
     """The record of a point with no client result: failed, over_capacity or skipped.
 
     labels: host, profile, run_id, repeat, server_args, standin (those present);
@@ -110,7 +113,7 @@ def point_record(status, error, labels, point, options):
     return record
 
 
-def normalize_record(data):
+def normalize_record(data: dict[str, Any]) -> dict[str, Any]:
     """Return ``data`` as a full record: missing keys filled with None.
 
     Raises ValueError for a record of another schema_version, so a reader never
@@ -124,7 +127,7 @@ def normalize_record(data):
     return record
 
 
-def json_safe(value):
+def json_safe(value: Any) -> Any:
     """Copy ``value`` so that strict JSON can hold it: inf -> "inf", NaN -> None."""
     if isinstance(value, float):
         if math.isnan(value):
@@ -139,12 +142,12 @@ def json_safe(value):
     return value
 
 
-def dumps_strict(value, **kwargs):
+def dumps_strict(value: Any, **kwargs: Any) -> str:
     """json.dumps that never writes Infinity/NaN (they are not JSON)."""
     return json.dumps(json_safe(value), allow_nan=False, **kwargs)
 
 
-def _number(value, key=None):
+def _number(value: Any, key: str | None = None) -> int | float | str | None:
     """A float, an int for count keys, "inf" for an infinite rate, or None."""
     if value is None or isinstance(value, bool):
         return None
@@ -168,7 +171,7 @@ def _number(value, key=None):
     return None
 
 
-def _finish(record):
+def _finish(record: dict[str, Any]) -> dict[str, Any]:
     """Drop latency dicts that hold nothing; set status from completed."""
     for key in LATENCY_KEYS:
         dist = record.get(key)
@@ -212,7 +215,7 @@ _JSON_LATENCY_RE = re.compile(
     r"^(mean|median|p90|p95|p99|max)_(ttft|tpot|itl|e2e_latency|e2el)_ms$")
 
 
-def _load_json_object(line):
+def _load_json_object(line: str) -> dict[str, Any]:
     # Python's json reads the Infinity/-Infinity/NaN the SGLang client writes.
     data = json.loads(line)
     if not isinstance(data, dict):
@@ -220,7 +223,7 @@ def _load_json_object(line):
     return data
 
 
-def record_from_json(data):
+def record_from_json(data: dict[str, Any]) -> dict[str, Any]:
     """One record from a decoded client result object."""
     record = empty_record()
     is_vllm = "mean_e2el_ms" in data or "endpoint_type" in data
@@ -239,7 +242,7 @@ def record_from_json(data):
     return _finish(record)
 
 
-def parse_jsonl_lines(text):
+def parse_jsonl_lines(text: str) -> list[dict[str, Any]]:
     """Every result line of a JSONL file (the client appends one per run)."""
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
@@ -253,7 +256,7 @@ def parse_jsonl_lines(text):
     return records
 
 
-def parse_jsonl_line(text):
+def parse_jsonl_line(text: str) -> dict[str, Any]:
     """The record of the last non-blank line of a client --output-file."""
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
@@ -309,12 +312,12 @@ _NAMESPACE_ARG = re.compile(
     r"\b(num_prompts|random_input_len|random_output_len|seed)=([-\w.]+)")
 
 
-def _namespace_args(line):
+def _namespace_args(line: str) -> dict[str, int | float | str | None]:
     """num_prompts / random_*_len from an argparse Namespace(...) echo line."""
     return {key: _number(value, key) for key, value in _NAMESPACE_ARG.findall(line)}
 
 
-def _parse_block(lines, context):
+def _parse_block(lines: Iterable[str], context: dict[str, Any]) -> dict[str, Any]:
     record = empty_record()
     labels = set()
     for raw in lines:
@@ -353,7 +356,7 @@ def _parse_block(lines, context):
     return _finish(record)
 
 
-def parse_stdout(text):
+def parse_stdout(text: str) -> list[dict[str, Any]]:
     """One record per "Serving Benchmark Result" block found in ``text``.
 
     Reads SGLang's block in every format it has printed (with and without the
@@ -367,7 +370,7 @@ def parse_stdout(text):
     """
     lines = text.splitlines()
     records = []
-    context = {}
+    context: dict[str, Any] = {}
     index = 0
     while index < len(lines):
         line = lines[index]
@@ -389,7 +392,7 @@ def parse_stdout(text):
     return records
 
 
-def looks_like_jsonl(text):
+def looks_like_jsonl(text: str) -> bool:
     """True when the first non-blank line is a JSON object (a JSONL file)."""
     for line in text.splitlines():
         if line.strip():
@@ -397,7 +400,7 @@ def looks_like_jsonl(text):
     return False
 
 
-def parse_any(text):
+def parse_any(text: str) -> list[dict[str, Any]]:
     """Records from a client's saved output: a JSONL file or captured stdout."""
     if looks_like_jsonl(text):
         return parse_jsonl_lines(text)

@@ -17,6 +17,8 @@ import os
 import pwd
 import stat
 import sys
+from collections.abc import Iterable
+from typing import Any
 
 SCHEMA = 1
 SPEC_KEYS = ("files", "listings", "packages", "users")  # what a record covers (snapshot's spec)
@@ -24,7 +26,7 @@ GLOB_CHARS = frozenset("*?[")
 SKIP_NAMES = frozenset(("__pycache__", ".pytest_cache", ".ruff_cache"))
 
 
-def sha256_file(path):
+def sha256_file(path: str) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -32,13 +34,13 @@ def sha256_file(path):
     return digest.hexdigest()
 
 
-def describe_path(path):
+def describe_path(path: str) -> dict[str, Any]:
     """What is at path: its type, mode and owner; a file's sha256, a link's target."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
         return {"type": "absent"}
-    entry = {"mode": f"{stat.S_IMODE(info.st_mode):04o}", "uid": info.st_uid, "gid": info.st_gid}
+    entry: dict[str, Any] = {"mode": f"{stat.S_IMODE(info.st_mode):04o}", "uid": info.st_uid, "gid": info.st_gid}
     if stat.S_ISLNK(info.st_mode):
         entry.update(type="link", target=os.readlink(path))
     elif stat.S_ISDIR(info.st_mode):
@@ -50,9 +52,10 @@ def describe_path(path):
     return entry
 
 
-def expand(patterns):
+def expand(patterns: Iterable[str]) -> tuple[list[str], dict[str, list[str]]]:
     """Paths named by patterns: a plain path as is (present or not), a glob as its matches."""
-    paths, globs = [], {}
+    paths: list[str] = []
+    globs: dict[str, list[str]] = {}
     for pattern in patterns:
         if GLOB_CHARS & set(pattern):
             globs[pattern] = sorted(glob.glob(pattern))
@@ -62,7 +65,7 @@ def expand(patterns):
     return sorted(set(paths)), globs
 
 
-def listing(path):
+def listing(path: str) -> list[str] | None:
     """The sorted entry names of a directory (e.g. site-packages: every *.dist-info with its
     version; not the bytecode caches Python adds as it imports), or None when it is not a directory."""
     try:
@@ -71,11 +74,11 @@ def listing(path):
         return None
 
 
-def parse_dpkg_status(text):
+def parse_dpkg_status(text: str) -> dict[str, dict[str, Any]]:
     """{package: {"version", "status"}} from /var/lib/dpkg/status (one stanza per package)."""
-    packages = {}
+    packages: dict[str, dict[str, Any]] = {}
     for stanza in text.split("\n\n"):
-        fields = {}
+        fields: dict[str, str] = {}
         for line in stanza.splitlines():
             if line[:1] in (" ", "\t") or ":" not in line:
                 continue
@@ -89,7 +92,8 @@ def parse_dpkg_status(text):
     return packages
 
 
-def installed_packages(patterns, status_path="/var/lib/dpkg/status"):
+def installed_packages(patterns: Iterable[str],
+                       status_path: str = "/var/lib/dpkg/status") -> dict[str, dict[str, dict[str, Any]]]:
     """{pattern: {package: {"version", "hold"}}} for the installed packages each pattern (a name
     or a dpkg-style glob) names; a pattern naming none maps to {}."""
     try:
@@ -97,7 +101,7 @@ def installed_packages(patterns, status_path="/var/lib/dpkg/status"):
             status = parse_dpkg_status(handle.read())
     except FileNotFoundError:
         status = {}
-    found = {}
+    found: dict[str, dict[str, dict[str, Any]]] = {}
     for pattern in patterns:
         found[pattern] = {
             name: {"version": info["version"], "hold": info["status"].split()[:1] == ["hold"]}
@@ -107,7 +111,7 @@ def installed_packages(patterns, status_path="/var/lib/dpkg/status"):
     return found
 
 
-def user_entry(name):
+def user_entry(name: str) -> dict[str, Any] | None:
     try:
         entry = pwd.getpwnam(name)
     except KeyError:
@@ -115,7 +119,7 @@ def user_entry(name):
     return {"uid": entry.pw_uid, "gid": entry.pw_gid, "home": entry.pw_dir, "shell": entry.pw_shell}
 
 
-def snapshot(spec, status_path="/var/lib/dpkg/status"):
+def snapshot(spec: dict[str, Any], status_path: str = "/var/lib/dpkg/status") -> dict[str, Any]:
     """The host's state for spec = {"files", "listings", "packages", "users"} (lists; files and
     listings may be globs)."""
     paths, globs = expand(spec.get("files") or [])
@@ -129,7 +133,7 @@ def snapshot(spec, status_path="/var/lib/dpkg/status"):
     }
 
 
-def _file_change(path, was, now):
+def _file_change(path: str, was: dict[str, Any], now: dict[str, Any]) -> str | None:
     if was.get("type") != now.get("type"):
         return f"{path}: was {was.get('type')}, now {now.get('type')}"
     changed = [key for key in ("sha256", "target", "mode", "uid", "gid") if was.get(key) != now.get(key)]
@@ -142,7 +146,7 @@ def _file_change(path, was, now):
     return f"{path}: " + ", ".join(detail[key] for key in changed)
 
 
-def differences(recorded, current):
+def differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """Human-readable drift between two snapshots ([] when the host is as recorded)."""
     found = []
     for pattern, matches in recorded.get("globs", {}).items():
@@ -173,14 +177,14 @@ def differences(recorded, current):
     return found
 
 
-def _packages_text(packages):
+def _packages_text(packages: dict[str, dict[str, Any]] | None) -> str:
     if not packages:
         return "not installed"
     return ", ".join(f"{name} {info['version']}{' (held)' if info['hold'] else ''}"
                      for name, info in sorted(packages.items()))
 
 
-def sources_digest(root, paths):
+def sources_digest(root: str, paths: Iterable[str]) -> str:
     """sha256 over the relative path and bytes of every file under paths (files or directories,
     relative to root), skipping caches; what a change to the playbooks' sources changes."""
     digest = hashlib.sha256()
@@ -202,7 +206,7 @@ def sources_digest(root, paths):
     return digest.hexdigest()
 
 
-def main(argv):
+def main(argv: list[str]) -> None:
     if len(argv) < 3 or argv[0] != "sources":
         sys.exit("usage: deploy_state.py sources ROOT PATH [PATH...]")
     print(sources_digest(argv[1], argv[2:]))

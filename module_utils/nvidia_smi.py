@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 # The field list of the recorded H200 query (tests/fixtures/nvidia-smi/h200-1gpu/query.csv).
 QUERY_FIELDS = (
@@ -50,12 +52,12 @@ QUERY_ARGS = ("--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv")
 TELEMETRY_FIELDS = ("index", "power.draw", "utilization.gpu", "memory.used", "clocks.sm")
 
 
-def query_argv(nvidia_smi="nvidia-smi"):
+def query_argv(nvidia_smi: str = "nvidia-smi") -> list[str]:
     """argv for the full device query whose output parse_query_csv reads."""
     return [nvidia_smi, *QUERY_ARGS]
 
 
-def telemetry_argv(nvidia_smi="nvidia-smi", interval_ms=1000):
+def telemetry_argv(nvidia_smi: str = "nvidia-smi", interval_ms: int = 1000) -> list[str]:
     """argv for the sampling loop that parse_telemetry_csv reads (runs until killed)."""
     loop = ["-l", str(interval_ms // 1000)] if interval_ms % 1000 == 0 else ["-lms", str(interval_ms)]
     return [nvidia_smi, "--query-gpu=" + ",".join(TELEMETRY_FIELDS),
@@ -125,17 +127,17 @@ _FLOAT_RE = re.compile(r"^-?\d+\.\d+$")
 _VERSION_RE = re.compile(r"\b(\d{3,}\.\d+(?:\.\d+)?)\b")
 
 
-def strip_ansi(text):
+def strip_ansi(text: str | None) -> str:
     """Remove ANSI escape sequences (topo output underlines its header)."""
     return _ANSI_RE.sub("", text or "")
 
 
-def field_key(field):
+def field_key(field: str) -> str:
     """Device-dict key for an nvidia-smi query field name."""
     return FIELD_KEYS.get(field, field.replace(".", "_"))
 
 
-def convert_value(field, raw):
+def convert_value(field: str, raw: str) -> bool | int | float | str | None:
     """One CSV cell -> None | bool | int | float | str, units stripped."""
     value = raw.strip()
     if value in NOT_AVAILABLE:
@@ -154,7 +156,7 @@ def convert_value(field, raw):
     return value
 
 
-def _split_header(cells):
+def _split_header(cells: Iterable[str]) -> list[str] | None:
     """Header cells -> field names, or None when the row is not a header."""
     fields = []
     for cell in cells:
@@ -168,7 +170,7 @@ def _split_header(cells):
     return fields
 
 
-def parse_query_csv(text, fields=None):
+def parse_query_csv(text: str, fields: Iterable[str] | None = None) -> list[dict[str, Any]]:
     """Parse ``--query-gpu=... --format=csv`` output into a list of device dicts.
 
     The header row (``index, name, memory.total [MiB], ...``) names the fields.
@@ -196,10 +198,10 @@ def parse_query_csv(text, fields=None):
     return devices
 
 
-def parse_smi_banner(text):
+def parse_smi_banner(text: str) -> dict[str, str | None]:
     """The plain ``nvidia-smi`` table -> {smi_version, driver_version, cuda_version}."""
     text = strip_ansi(text)
-    result = {"smi_version": None, "driver_version": None, "cuda_version": None}
+    result: dict[str, str | None] = {"smi_version": None, "driver_version": None, "cuda_version": None}
     for key, pattern in (("smi_version", r"NVIDIA-SMI\s+([\d.]+)"),
                          ("driver_version", r"Driver Version:\s*([\d.]+)"),
                          ("cuda_version", r"CUDA Version:\s*([\d.]+)")):
@@ -215,7 +217,7 @@ _TOPO_EXTRA_COLUMNS = (("CPU Affinity", "cpu_affinity"),
                        ("GPU NUMA ID", "gpu_numa_id"))
 
 
-def _matrix_lines(text):
+def _matrix_lines(text: str) -> list[str]:
     """Lines of a topo matrix up to its legend, ANSI codes removed."""
     lines = []
     for line in strip_ansi(text).splitlines():
@@ -226,11 +228,11 @@ def _matrix_lines(text):
     return lines
 
 
-def _pair_key(a, b):
+def _pair_key(a: str, b: str) -> str:
     return f"{a}-{b}"
 
 
-def _matrix(text):
+def _matrix(text: str) -> tuple[list[str] | None, list[str], dict[str, list[str]]]:
     """Header columns and rows {row_name: [cells...]} of a topo-style matrix.
 
     Cells never contain spaces, so rows split on any whitespace; the header is
@@ -254,17 +256,17 @@ def _matrix(text):
     return columns, extras, rows
 
 
-def _gpu_number(name):
+def _gpu_number(name: str) -> int:
     return int(name[3:])
 
 
-def _int_or_str(value):
+def _int_or_str(value: str | None) -> int | str | None:
     if value is None or value in NOT_AVAILABLE:
         return None
     return int(value) if _INT_RE.match(value) else value
 
 
-def parse_topo_matrix(text):
+def parse_topo_matrix(text: str) -> dict[str, Any]:
     """``nvidia-smi topo -m`` -> links, NIC links, NIC names and CPU/NUMA affinity.
 
     Returns {gpus, nics, links: {"GPU0-GPU1": "NV18", ... every i<j},
@@ -272,7 +274,7 @@ def parse_topo_matrix(text):
     affinity: {"GPU0": {cpu_affinity, numa_affinity, gpu_numa_id}}}.
     """
     columns, extras, rows = _matrix(text)
-    result = {"gpus": [], "nics": [], "links": {}, "nic_links": {}, "nic_names": {},
+    result: dict[str, Any] = {"gpus": [], "nics": [], "links": {}, "nic_links": {}, "nic_names": {},
               "affinity": {}}
     if columns is None:
         return result
@@ -288,7 +290,7 @@ def parse_topo_matrix(text):
                 result["links"][_pair_key(row_name, column)] = cell
             elif column.startswith("NIC"):
                 result["nic_links"][_pair_key(row_name, column)] = cell
-        affinity = {key: None for key in extras}
+        affinity: dict[str, Any] = {key: None for key in extras}
         for key, value in zip(extras, rest, strict=False):
             affinity[key] = value if key == "cpu_affinity" else _int_or_str(value)
         if affinity.get("cpu_affinity") in NOT_AVAILABLE:
@@ -300,10 +302,10 @@ def parse_topo_matrix(text):
     return result
 
 
-def parse_p2p_matrix(text):
+def parse_p2p_matrix(text: str) -> dict[str, str]:
     """``nvidia-smi topo -p2p r`` (or w/n/a/p) -> {"GPU0-GPU1": "OK"|"NS"|"CNS"|...}, i<j."""
     columns, _extras, rows = _matrix(text)
-    status = {}
+    status: dict[str, str] = {}
     if columns is None:
         return status
     for row_name, cells in rows.items():
@@ -315,14 +317,14 @@ def parse_p2p_matrix(text):
     return status
 
 
-def parse_driver_proc_version(text):
+def parse_driver_proc_version(text: str) -> dict[str, Any]:
     """``/proc/driver/nvidia/version`` -> {driver_version, open_kernel_module, gcc_version}.
 
     Open modules print "NVIDIA UNIX Open Kernel Module for x86_64  580.159.04 ...",
     proprietary ones "NVIDIA UNIX x86_64 Kernel Module  535.183.01 ...". Unknown
     text gives None values.
     """
-    result = {"driver_version": None, "open_kernel_module": None, "gcc_version": None}
+    result: dict[str, Any] = {"driver_version": None, "open_kernel_module": None, "gcc_version": None}
     for line in strip_ansi(text).splitlines():
         if line.startswith("NVRM version:"):
             match = _VERSION_RE.search(line)
@@ -333,7 +335,7 @@ def parse_driver_proc_version(text):
     return result
 
 
-def architecture(compute_cap):
+def architecture(compute_cap: Any) -> str | None:
     """Architecture name for a compute capability string ("9.0" -> "Hopper")."""
     if not compute_cap:
         return None
@@ -352,12 +354,12 @@ def architecture(compute_cap):
     return None
 
 
-def version_tuple(version):
+def version_tuple(version: Any) -> tuple[int, ...]:
     """"570.172.08" -> (570, 172, 8); non-numeric parts are ignored."""
     return tuple(int(part) for part in re.findall(r"\d+", str(version or "")))
 
 
-def version_compare(a, b):
+def version_compare(a: Any, b: Any) -> int:
     """-1, 0 or 1 as driver/CUDA version a is lower, equal or higher than b.
 
     Missing trailing parts count as 0: "580" == "580.0.0" < "580.65.06".
@@ -368,7 +370,7 @@ def version_compare(a, b):
     return (ta > tb) - (ta < tb)
 
 
-def version_at_least(version, minimum):
+def version_at_least(version: Any, minimum: Any) -> bool:
     return version_compare(version, minimum) >= 0
 
 
@@ -387,7 +389,7 @@ _MIN_DRIVER = {
 }
 
 
-def min_driver_for_cuda(cuda_lane):
+def min_driver_for_cuda(cuda_lane: Any) -> str | None:
     """Minimum driver version for a CUDA lane ("12.8" -> "570.26", "13.0" -> "580").
 
     Accepts "12.8", "12-8", "cu128" style names; returns None for an unknown lane.
@@ -404,7 +406,7 @@ def min_driver_for_cuda(cuda_lane):
     return _MIN_DRIVER.get(f"{major}.{minor}")
 
 
-def driver_supports_cuda(driver_version, cuda_lane):
+def driver_supports_cuda(driver_version: Any, cuda_lane: Any) -> bool | None:
     """True/False when the lane is known, None when it is not."""
     minimum = min_driver_for_cuda(cuda_lane)
     if minimum is None or not driver_version:
@@ -412,8 +414,8 @@ def driver_supports_cuda(driver_version, cuda_lane):
     return version_at_least(driver_version, minimum)
 
 
-def build_gpu_facts(query_text, banner_text=None, topo_text=None, p2p_text=None,
-                    proc_version_text=None):
+def build_gpu_facts(query_text: str | None, banner_text: str | None = None, topo_text: str | None = None,
+                    p2p_text: str | None = None, proc_version_text: str | None = None) -> dict[str, Any]:
     """All GPU facts from the raw outputs; missing inputs (None) leave their facts empty.
 
     p2p_available is True when there are at least two GPUs and every pair reads
@@ -437,7 +439,7 @@ def build_gpu_facts(query_text, banner_text=None, topo_text=None, p2p_text=None,
     else:
         p2p_available = len(p2p) >= pairs and all(v == "OK" for v in p2p.values())
 
-    def minimum(key):
+    def minimum(key: str) -> float | None:
         values = [d[key] for d in devices if isinstance(d.get(key), (int, float))]
         return min(values) if values else None
 
@@ -465,11 +467,11 @@ def build_gpu_facts(query_text, banner_text=None, topo_text=None, p2p_text=None,
     }
 
 
-def _mean(values):
+def _mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 2) if values else None
 
 
-def parse_telemetry_csv(text, fields=TELEMETRY_FIELDS):
+def parse_telemetry_csv(text: str, fields: Iterable[str] = TELEMETRY_FIELDS) -> list[dict[str, Any]]:
     """Telemetry loop lines -> per-GPU {index, samples, <key>: {mean, max}} (sorted by index).
 
     Lines are ``index, power.draw, utilization.gpu, memory.used, clocks.sm``
@@ -478,7 +480,7 @@ def parse_telemetry_csv(text, fields=TELEMETRY_FIELDS):
     (the loop may have been killed mid-line).
     """
     fields = list(fields)
-    samples = {}
+    samples: dict[int, dict[str, Any]] = {}
     for row in csv.reader(strip_ansi(text).splitlines(), skipinitialspace=True):
         if len(row) != len(fields) or _split_header(row) is not None:
             continue

@@ -34,6 +34,8 @@ import os
 import random
 import re
 import time
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ansible.module_utils.atomic_file import atomic_write
 from ansible.module_utils.bench_results import dumps_strict, normalize_record
@@ -51,7 +53,7 @@ class ResultStoreError(Exception):
     """A result-store problem with a message a person can act on."""
 
 
-def new_run_id(now=None):
+def new_run_id(now: datetime.datetime | None = None) -> str:
     """UTC time plus a short hash: 20250101T120000Z-1a2b3c."""
     now = now or datetime.datetime.now(datetime.UTC)
     salt = f"{now.isoformat()}-{os.getpid()}-{time.monotonic_ns()}-{random.random()}"
@@ -59,14 +61,14 @@ def new_run_id(now=None):
     return f"{now:%Y%m%dT%H%M%SZ}-{digest}"
 
 
-def _safe_part(value):
+def _safe_part(value: Any) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", str(value))
 
 
 class RunStore:
     """One run's directory under results_dir (the bench_results_dir variable)."""
 
-    def __init__(self, results_dir, run_id, create=True):
+    def __init__(self, results_dir: str | os.PathLike[str], run_id: str, create: bool = True) -> None:
         if not run_id or not _RUN_ID.match(str(run_id)) or ".." in str(run_id):
             raise ResultStoreError(
                 f"bench_run_id {run_id!r} is not a usable directory name: use letters, "
@@ -74,7 +76,7 @@ class RunStore:
         self.results_dir = os.path.abspath(os.path.expanduser(str(results_dir)))
         self.run_id = str(run_id)
         self.path = os.path.join(self.results_dir, self.run_id)
-        self.torn = None  # where the last append set a torn tail aside
+        self.torn: str | None = None  # where the last append set a torn tail aside
         if not create:  # read only (a dry run): nothing is made
             return
         try:
@@ -91,21 +93,21 @@ class RunStore:
                 "directory on the controller.") from exc
 
     @property
-    def run_json_path(self):
+    def run_json_path(self) -> str:
         return os.path.join(self.path, RUN_JSON)
 
     @property
-    def records_path(self):
+    def records_path(self) -> str:
         return os.path.join(self.path, RECORDS)
 
-    def read_run_json(self):
+    def read_run_json(self) -> dict[str, Any] | None:
         """The stored provenance, or None before write_run_json."""
         if not os.path.exists(self.run_json_path):
             return None
         with open(self.run_json_path, encoding="utf-8") as handle:
             return json.load(handle)
 
-    def write_run_json(self, provenance, replace=False):
+    def write_run_json(self, provenance: Mapping[str, Any], replace: bool = False) -> bool:
         """Write run.json once; on resume, check the plan is the same.
 
         Returns True when run.json was written, False when an existing one with
@@ -130,10 +132,10 @@ class RunStore:
         return True
 
     @property
-    def telemetry_path(self):
+    def telemetry_path(self) -> str:
         return os.path.join(self.path, TELEMETRY)
 
-    def _append_lines(self, path, lines):
+    def _append_lines(self, path: str, lines: Iterable[str]) -> str | None:
         """Append whole lines, flushed and fsynced. A torn tail (a writer killed mid-line, a
         full disk) is first set aside in PATH.torn-N, so the new lines never glue onto it.
         Returns the file the torn tail went to, or None."""
@@ -161,7 +163,7 @@ class RunStore:
                                    "written so far are kept.") from exc
         return moved
 
-    def append_record(self, record):
+    def append_record(self, record: dict[str, Any]) -> dict[str, Any]:
         """Append one record as a strict JSON line, flushed and fsynced; returns it."""
         record = normalize_record(record)
         if record["run_id"] is None:
@@ -170,7 +172,7 @@ class RunStore:
         self.torn = self._append_lines(self.records_path, [dumps_strict(record, sort_keys=True)])
         return record
 
-    def append_telemetry(self, windows):
+    def append_telemetry(self, windows: Iterable[dict[str, Any]]) -> int:
         """Append the GPU telemetry of points: [{host, profile, max_concurrency, repeat, gpu}]."""
         keep = ("host", "profile", "max_concurrency", "repeat", "gpu")
         lines = [dumps_strict({k: w.get(k) for k in keep}, sort_keys=True)
@@ -179,7 +181,7 @@ class RunStore:
             self._append_lines(self.telemetry_path, lines)
         return len(lines)
 
-    def _read_lines(self, path):
+    def _read_lines(self, path: str) -> list[Any]:
         """Parsed JSON lines; a torn last line (no newline after it) is left out."""
         if not os.path.exists(path):
             return []
@@ -198,9 +200,9 @@ class RunStore:
                                        "aside (move it to another file) and run again") from exc
         return items
 
-    def records(self):
+    def records(self) -> list[dict[str, Any]]:
         """All records so far, each with its point's GPU telemetry ("gpu", None without)."""
-        telemetry = {}
+        telemetry: dict[tuple[Any, Any, Any, Any], Any] = {}
         for item in self._read_lines(self.telemetry_path):
             telemetry[(item.get("host"), item.get("profile"), item.get("max_concurrency"),
                        item.get("repeat"))] = item.get("gpu")
@@ -215,7 +217,7 @@ class RunStore:
             records.append(record)
         return records
 
-    def write_log(self, name, text):
+    def write_log(self, name: str, text: str | None) -> str:
         """A server log excerpt -> logs/NAME; returns its path."""
         safe = os.path.basename(str(name))
         if not safe or safe in (".", ".."):
@@ -226,7 +228,7 @@ class RunStore:
         atomic_write(path, (text or "").rstrip("\n") + "\n")
         return path
 
-    def write_file(self, name, data, dry=False):
+    def write_file(self, name: str, data: str | bytes, dry: bool = False) -> bool:
         """A report file (text or bytes) -> NAME in the run directory, atomically; only
         when its content changes. Returns True when it changed (dry: would change)."""
         if os.path.basename(name) != name or name in (RUN_JSON, RECORDS, TELEMETRY):
@@ -242,7 +244,7 @@ class RunStore:
             atomic_write(path, data)
         return True
 
-    def done_points(self):
+    def done_points(self) -> set[tuple[Any, Any, Any, Any]]:
         """{(host, profile, max_concurrency, repeat)} already recorded as done (run, over
         capacity or skipped by the plateau stop): a resume does not run them again."""
         return {
@@ -250,7 +252,7 @@ class RunStore:
             for r in self.records() if r["status"] in DONE_STATUSES
         }
 
-    def raw_path(self, host, profile, max_concurrency, repeat, suffix="txt"):
+    def raw_path(self, host: str, profile: str, max_concurrency: int, repeat: int, suffix: str = "txt") -> str:
         """Where to keep a point's raw client output (directories created)."""
         folder = os.path.join(self.path, "raw", _safe_part(host), _safe_part(profile))
         os.makedirs(folder, exist_ok=True)

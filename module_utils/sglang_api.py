@@ -4,17 +4,18 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ansible.module_utils.urls import open_url
 
 SERVER_INFO_ENDPOINTS = ("/server_info", "/get_server_info")  # the second for servers < 0.4.7
 
 
-def _headers(api_key):
+def _headers(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
-def probe(url, api_key=None, timeout=5):
+def probe(url: str, api_key: str | None = None, timeout: float = 5) -> bool:
     """True when url answers 200; connection refused, 503 while starting, timeouts: False."""
     try:
         response = open_url(url, headers=_headers(api_key), timeout=timeout, validate_certs=False)
@@ -23,7 +24,7 @@ def probe(url, api_key=None, timeout=5):
         return False
 
 
-def summarize(info):
+def summarize(info: dict[str, Any]) -> dict[str, Any]:
     """Pick the fields every caller needs out of a /server_info response."""
     states = info.get("internal_states") or [{}]
     effective = states[0].get("effective_max_running_requests_per_dp")
@@ -39,7 +40,7 @@ def summarize(info):
     }
 
 
-def server_info(base_url, api_key=None, timeout=10):
+def server_info(base_url: str, api_key: str | None = None, timeout: float = 10) -> tuple[str, Any]:
     """(endpoint, raw response) from /server_info, else /get_server_info.
     Raises RuntimeError naming every endpoint's error when none answers."""
     base = base_url.rstrip("/")

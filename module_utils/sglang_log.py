@@ -36,6 +36,8 @@ failure_kind is set.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import Any
 
 READY_MESSAGE = "The server is fired up and ready to roll!"
 
@@ -84,14 +86,14 @@ _DECODE_FIELDS = {
 }
 
 
-def strip_prefixes(line):
+def strip_prefixes(line: str) -> str:
     """Drop ANSI codes, a journald prefix and an SGLang ``[time TPn]`` prefix."""
     line = _ANSI.sub("", line).rstrip("\r\n")
     line = _JOURNALD_PREFIX.sub("", line, count=1)
     return _SGLANG_PREFIX.sub("", line, count=1)
 
 
-def _number(text):
+def _number(text: str) -> bool | int | float:
     if text in ("True", "False"):
         return text == "True"
     return float(text) if "." in text else int(text)
@@ -100,18 +102,18 @@ def _number(text):
 class LogWatcher:
     """Streaming classifier: feed() lines as they arrive, read state() at any time."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.ready = False
         self.lines_seen = 0
-        self._first = {}            # kind -> first message line showing it
-        self._traceback_error = None
+        self._first: dict[str, str] = {}  # kind -> first message line showing it
+        self._traceback_error: str | None = None
         self._in_traceback = False
-        self._nccl_warn = None
-        self.kv_cache_tokens = None
-        self.scheduler = {}
-        self.last_decode = None
+        self._nccl_warn: str | None = None
+        self.kv_cache_tokens: int | None = None
+        self.scheduler: dict[str, bool | int | float] = {}
+        self.last_decode: dict[str, bool | int | float | None] | None = None
 
-    def feed(self, line):
+    def feed(self, line: str) -> LogWatcher:
         """Take one log line (with or without prefixes); returns self for chaining."""
         message = strip_prefixes(line)
         self.lines_seen += 1
@@ -129,12 +131,12 @@ class LogWatcher:
         self._parse_numbers(message)
         return self
 
-    def feed_lines(self, lines):
+    def feed_lines(self, lines: Iterable[str]) -> LogWatcher:
         for line in lines:
             self.feed(line)
         return self
 
-    def _match_failures(self, message):
+    def _match_failures(self, message: str) -> None:
         for kind, pattern in _PATTERNS.items():
             if not pattern.search(message):
                 continue
@@ -144,7 +146,7 @@ class LogWatcher:
             if seen is None or (not _EXCEPTION_LINE.match(seen) and _EXCEPTION_LINE.match(message)):
                 self._first[kind] = message
 
-    def _track_traceback(self, message):
+    def _track_traceback(self, message: str) -> None:
         # The line that names the exception says more than "Traceback (...)".
         if "Traceback (most recent call last)" in message:
             self._in_traceback = True
@@ -153,7 +155,7 @@ class LogWatcher:
                 self._traceback_error = message.strip()
             self._in_traceback = False
 
-    def _parse_numbers(self, message):
+    def _parse_numbers(self, message: str) -> None:
         match = _KV_TOKENS.search(message)
         if match:
             self.kv_cache_tokens = int(match.group(1))
@@ -163,21 +165,21 @@ class LogWatcher:
                 if match:
                     self.scheduler[key] = _number(match.group(1))
         if _DECODE.search(message):
-            stats = {}
+            stats: dict[str, bool | int | float | None] = {}
             for key, pattern in _DECODE_FIELDS.items():
                 match = pattern.search(message)
                 stats[key] = _number(match.group(1)) if match else None
             self.last_decode = stats
 
     @property
-    def failure_kind(self):
+    def failure_kind(self) -> str | None:
         kind = next((k for k in FAILURE_KINDS if k in self._first), None)
         if kind == "traceback" and self._nccl_warn is not None:
             return "nccl"
         return kind
 
     @property
-    def failure_line(self):
+    def failure_line(self) -> str | None:
         kind = self.failure_kind
         if kind is None:
             return None
@@ -187,7 +189,7 @@ class LogWatcher:
             return self._traceback_error
         return self._first[kind]
 
-    def state(self):
+    def state(self) -> dict[str, Any]:
         max_total = self.scheduler.get("max_total_num_tokens", self.kv_cache_tokens)
         return {
             "ready": self.ready,
@@ -204,7 +206,7 @@ class LogWatcher:
         }
 
 
-def classify_log(log):
+def classify_log(log: str | Iterable[str]) -> dict[str, Any]:
     """Classify a whole log given as text or as an iterable of lines; returns LogWatcher.state()."""
     lines = log.splitlines() if isinstance(log, str) else log
     return LogWatcher().feed_lines(lines).state()
