@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Measure the deploy figures of issue 4 against deployed test hosts (default: inventory/demo).
+"""Measure the deploy's figures against deployed test hosts (default: inventory/demo).
 
 1. readiness: restart with a 20 s stand-in startup delay; the health task's startup_s (unit start
    to readiness seen) and the lag between the server logging "fired up" and the module seeing it.
 2. fail fast: restart with a startup fault (CUDA OOM); the lag between the fault's log line and the
    module failing, and the failure_kind it reports.
 3. idempotence cost: a second deploy.yml (changed=0, the fast path) against a bare fact-gathering
-   play, and the same run with the fast path off (every role runs).
-The hosts are put back to their inventory settings at the end.
+   play, and the same run with the fast path off (every role runs), with its slowest tasks.
+The hosts are put back to their inventory settings at the end. Playbooks run through
+ansible-runner (scripts/playbook_run.py); results, recaps and task durations come from its
+events. Wall times include ansible-runner's own start-up, the same for every run compared.
 
     .venv/bin/python scripts/measure_deploy.py [-i inventory/demo] [--host sglpb-demo-1]
 """
@@ -21,35 +23,21 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
+import playbook_run
 
-
-def playbook(inventory, book, extra=None, limit=None, callback="json"):
-    argv = [str(BIN / "ansible-playbook"), "-i", inventory, str(book)]
-    if limit:
-        argv += ["--limit", limit]
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_STDOUT_CALLBACK": callback}
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-        json.dump(extra or {}, handle)
-    argv += ["-e", f"@{handle.name}"]
-    start = time.monotonic()
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=REPO)
-    elapsed = time.monotonic() - start
-    os.unlink(handle.name)
-    return proc, elapsed
+REPO = playbook_run.REPO
+BIN = playbook_run.VENV_BIN
 
 
-def task_result(proc, name_part, host):
-    data = json.loads(proc.stdout[proc.stdout.index("{"):])
-    for play in data["plays"]:
-        for task in play["tasks"]:
-            if name_part in task["task"]["name"] and host in task["hosts"]:
-                return task["hosts"][host]
-    raise KeyError(f"no task {name_part!r} for {host}")
+def playbook(inventory, book, extra=None, limit=None):
+    """Run a playbook; returns its PlaybookRun (result, events, recap, wall time)."""
+    with tempfile.TemporaryDirectory(prefix="sglpb-runner-") as private:
+        return playbook_run.run(book, REPO / inventory, private, extravars=extra, limit=limit)
+
+
+def health_result(run, host):
+    return run.result("Wait for the health endpoint", host)
 
 
 def journal_time(host, pattern):
@@ -64,11 +52,6 @@ def journal_time(host, pattern):
     return stamp
 
 
-def recap(proc):
-    data = json.loads(proc.stdout[proc.stdout.index("{"):])
-    return data["stats"]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-i", "--inventory", default="inventory/demo")
@@ -79,55 +62,62 @@ def main():
     deploy = REPO / "playbooks" / "deploy.yml"
     base_env = json.loads(subprocess.run(
         [str(BIN / "ansible-inventory"), "-i", inv, "--host", host], capture_output=True, text=True,
-        check=True, env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}).stdout)["sglang_server_env"]
+        check=True, cwd=REPO, env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}).stdout).get(
+        "sglang_server_env", {})
 
     # 1. readiness with a 20 s startup delay
-    proc, _ = playbook(inv, restart, {"sglang_server_env": {**base_env, "SGLANG_STANDIN_STARTUP_DELAY": "20"}},
-                       limit=host)
-    if proc.returncode:
-        sys.exit(f"restart with a 20 s delay failed:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
-    health = task_result(proc, "Wait for the health endpoint", host)
+    run = playbook(inv, restart, {"sglang_server_env": {**base_env, "SGLANG_STANDIN_STARTUP_DELAY": "20"}},
+                   limit=host)
+    if run.rc:
+        sys.exit(f"restart with a 20 s delay failed: {run.explain()}")
+    health = health_result(run, host)
     fired = journal_time(host, "The server is fired up and ready to roll")
     print(f"readiness: startup_s={health['startup_s']} (unit start -> ready seen), "
           f"lag after 'fired up' logged = {health['observed_at'] - fired:.2f} s")
 
-    # 2. a server that dies during startup
-    proc, _ = playbook(inv, restart, {"sglang_server_env": {**base_env, "SGLANG_STANDIN_FAULT": "oom"}},
-                       limit=host)
-    health = task_result(proc, "Wait for the health endpoint", host)
+    # 2. a server that dies during startup: the health task must be the one that fails
+    run = playbook(inv, restart, {"sglang_server_env": {**base_env, "SGLANG_STANDIN_FAULT": "oom"}},
+                   limit=host)
+    failed = [f.task for f in run.failures]
+    if not failed or not failed[0].startswith("Wait for the health endpoint"):
+        sys.exit(f"the OOM restart did not fail in the health wait: {run.explain()}")
+    health = health_result(run, host)
     died = journal_time(host, "CUDA out of memory")
     print(f"fail fast: failure_kind={health.get('failure_kind')} "
           f"reported {health['observed_at'] - died:.2f} s after the fault was logged; msg: {health.get('msg')}")
 
     # back to the inventory's settings
-    proc, _ = playbook(inv, restart, limit=host)
-    if proc.returncode:
-        sys.exit(f"restoring the server failed:\n{proc.stdout[-3000:]}")
+    run = playbook(inv, restart, limit=host)
+    if run.rc:
+        sys.exit(f"restoring the server failed: {run.explain()}")
 
     # 3. second deploy vs a bare fact-gathering play, both against the whole group
     with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as handle:
         handle.write("- name: Gather facts\n  hosts: sglang_servers\n  gather_facts: true\n  tasks: []\n")
     playbook(inv, deploy)  # settle after the restarts
-    facts_times, deploy_times, full_times, changed = [], [], [], []
+    facts_times, deploy_times, full_times, changed_fast, changed_full = [], [], [], [], []
     for _ in range(3):
-        _, elapsed = playbook(inv, handle.name)
-        facts_times.append(elapsed)
-        proc, elapsed = playbook(inv, deploy)
-        deploy_times.append(elapsed)
-        changed.append(sum(s["changed"] for s in recap(proc).values()))
-        fast = [task_result(proc, "Check whether the host is exactly as", h).get("current") for h in recap(proc)]
-        if not all(fast):
+        facts_times.append(playbook(inv, handle.name).seconds)
+        run = playbook(inv, deploy)
+        deploy_times.append(run.seconds)
+        changed_fast.append(run.changed())
+        checked = run.results("Check whether the host is exactly as")
+        fast = {h: checked.get(h, {}).get("current") for h in run.hosts()}
+        if not all(fast.values()):
             print(f"note: the fast path was not taken ({fast})")
-        proc, elapsed = playbook(inv, deploy, {"deploy_state_fast_path": False})
-        full_times.append(elapsed)
-        changed.append(sum(s["changed"] for s in recap(proc).values()))
+        full = playbook(inv, deploy, {"deploy_state_fast_path": False})
+        if full.rc:
+            sys.exit(f"the full deploy failed: {full.explain()}")
+        full_times.append(full.seconds)
+        changed_full.append(full.changed())
     os.unlink(handle.name)
-    facts, dep, full = min(facts_times), min(deploy_times), min(full_times)
-    print(f"idempotence: second deploy.yml changed={changed} in {dep:.1f} s (best of 3; all "
+    facts, dep, best_full = min(facts_times), min(deploy_times), min(full_times)
+    print(f"idempotence: second deploy.yml changed={changed_fast} in {dep:.1f} s (best of 3; all "
           f"{', '.join(f'{t:.1f}' for t in deploy_times)}); bare fact gathering {facts:.1f} s (all "
           f"{', '.join(f'{t:.1f}' for t in facts_times)}); ratio {dep / facts:.2f}x; with the fast path "
-          f"off (every role runs) {full:.1f} s, {full / facts:.1f}x")
-
+          f"off (every role runs) changed={changed_full} in {best_full:.1f} s, {best_full / facts:.1f}x")
+    slowest = ", ".join(f"{task} on {h} {sec:.1f} s" for sec, task, h in full.durations()[:5])
+    print(f"slowest tasks of the last full deploy: {slowest}")
 
 if __name__ == "__main__":
     main()

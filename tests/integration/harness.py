@@ -1,12 +1,17 @@
 """Run a playbook against this machine (connection local) as one host of sglang_servers, with
-the fake nvidia-smi answering as the 8-GPU Blackwell VM; used by the bad-input tests."""
+the fake nvidia-smi answering as the 8-GPU Blackwell VM; used by the bad-input tests.
+
+The playbook runs through ansible-runner (scripts/playbook_run.py): the tests read its events -
+which plays and tasks started, which task failed and with what message - not its printed output.
+"""
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+import playbook_run  # noqa: E402  (scripts/ is not a package)
+
 FIXTURE = REPO / "tests" / "fixtures" / "nvidia-smi" / "rtxpro6000-8gpu-vm"
 
 BASE_VARS = {
@@ -21,16 +26,15 @@ BASE_VARS = {
 
 
 def run_playbook(tmp_path, playbook, host_vars, extra=None, check=False):
-    """Run playbooks/<playbook> with host_vars over BASE_VARS; returns (rc, stdout + stderr)."""
+    """Run playbooks/<playbook> with host_vars over BASE_VARS; returns a playbook_run.PlaybookRun."""
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(json.dumps({"sglang_servers": {"hosts": {"gpu-vm": {**BASE_VARS, **host_vars}}}}))
-    env = {**os.environ, "FAKE_NVIDIA_SMI_DIR": str(FIXTURE), "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-           "ANSIBLE_NOCOLOR": "1"}
-    argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory),
-            str(REPO / "playbooks" / playbook)]
-    if check:
-        argv.append("--check")
-    for key, value in (extra or {}).items():
-        argv += ["-e", json.dumps({key: value})]
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
-    return proc.returncode, proc.stdout + proc.stderr
+    return playbook_run.run(playbook, inventory, tmp_path / "runner", extravars=extra, check=check,
+                            envvars={"FAKE_NVIDIA_SMI_DIR": str(FIXTURE)}, timeout=300)
+
+
+def only_failure(run):
+    """The one failed task of a run that must fail exactly once (one host, stopped there)."""
+    assert run.rc != 0, run.explain()
+    assert len(run.failures) == 1, run.explain()
+    return run.failures[0]

@@ -2,9 +2,13 @@
 
 The target is this machine (connection local) in check mode, with the fake nvidia-smi answering
 as the 8-GPU Blackwell VM; every case must fail in the validation play, before any role runs.
+The run's events (ansible-runner) say which task failed, in which play, with what message.
 """
 import pytest
-from harness import BASE_VARS, run_playbook
+from harness import BASE_VARS, only_failure, run_playbook
+
+VALIDATION_PLAY = "Check the inputs and the GPUs before changing anything"
+DEPLOY_PLAY = "Deploy the SGLang server"
 
 
 def run_deploy(tmp_path, **overrides):
@@ -53,15 +57,16 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_input_fails_in_the_validation_play(tmp_path, case):
     overrides, message = CASES[case]
-    rc, out = run_deploy(tmp_path, **overrides)
-    assert rc != 0, out
-    flat = " ".join(out.split())
-    assert message in flat, out
-    # Nothing past the validation play ran.
-    assert "PLAY [Deploy the SGLang server]" not in out, out
+    run = run_deploy(tmp_path, **overrides)
+    failure = only_failure(run)
+    assert message in failure.text(), run.explain()
+    # It failed in the validation play, and nothing past that play ran.
+    assert failure.play == VALIDATION_PLAY, run.explain()
+    assert DEPLOY_PLAY not in run.plays, run.plays
 
 
 def test_good_input_passes_validation(tmp_path):
     """The same harness with good input gets past validation (so the cases above are meaningful)."""
-    rc, out = run_deploy(tmp_path, **{"sglang_hosts": "sglang_servers"})
-    assert "PLAY [Deploy the SGLang server]" in out, out
+    run = run_deploy(tmp_path, **{"sglang_hosts": "sglang_servers"})
+    assert run.plays[:2] == [VALIDATION_PLAY, DEPLOY_PLAY], run.explain()
+    assert not [f for f in run.failures if f.play == VALIDATION_PLAY], run.explain()

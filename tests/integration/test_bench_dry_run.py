@@ -1,12 +1,13 @@
 """benchmark.yml -e bench_dry_run=true on a host with inventory/example's settings and the
 reference VM's 495,488 KV tokens: the plan (with the capacity point) and the exact client
 command lines, checked against the real client's --help, and nothing run or written. The
-client is SGLang's real one from the client venv (`make client-venv`)."""
+client is SGLang's real one from the client venv (`make client-venv`). The run's events
+(ansible-runner) give the dry run's message and say which tasks started."""
 from pathlib import Path
 
 import pytest
 import yaml
-from harness import REPO, run_playbook
+from harness import REPO, only_failure, run_playbook
 
 CLIENT = REPO / ".cache" / "client-venv" / "bin" / "python"
 EXAMPLE = yaml.safe_load((REPO / "inventory" / "example" / "group_vars" / "sglang_servers.yml").read_text())
@@ -21,24 +22,29 @@ def example_vars(tmp_path, **more):
 
 
 def test_dry_run_prints_the_plan_and_the_client_command_lines(tmp_path):
-    rc, out = run_playbook(tmp_path, "benchmark.yml", example_vars(tmp_path),
-                           extra={"bench_dry_run": True, "bench_kv_tokens": 495488, "sglang_server_health_timeout": 5})
-    text = " ".join(out.split())
-    assert rc == 0, out[-4000:]
+    run = run_playbook(tmp_path, "benchmark.yml", example_vars(tmp_path),
+                       extra={"bench_dry_run": True, "bench_kv_tokens": 495488, "sglang_server_health_timeout": 5})
+    assert run.rc == 0, run.explain()
+    shown = run.result("Show the plan and the client command lines", "gpu-vm")["msg"]
+    text = " ".join(" ".join(shown).split())
     assert "KV cache 495488 tokens = 1935 requests of 256 tokens" in text
     assert "sglang.benchmark.rust_client (SGLang 0.5.23)" in text and "its --help takes every flag" in text
     for concurrency, prompts in ((256, 1280), (512, 2560), (1024, 5120), (1935, 9675), (2048, 10240)):
         assert f"--num-prompts {prompts} --max-concurrency {concurrency} " in text, concurrency
     assert '"max_concurrency": 1935, "num_prompts": 9675, "over_capacity": false, "capacity_point": true' in text
     assert "--base-url http://127.0.0.1:30000" in text
+    # The dry run stops the play: no point ran, nothing was planned into the store or reported.
+    assert not {"Run the client", "Plan the sweep from each host's KV capacity and write run.json",
+                "Write the report of the run on the controller"} & set(run.tasks), run.tasks
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
 
 
 def test_a_flag_the_client_lacks_stops_before_any_point(tmp_path):
-    rc, out = run_playbook(tmp_path, "benchmark.yml",
-                           example_vars(tmp_path, sglang_benchmark_extra_args=["--frobnicate", "1"]),
-                           extra={"bench_dry_run": True, "bench_kv_tokens": 495488})
-    text = " ".join(out.split())
-    assert rc != 0
-    assert "does not accept --frobnicate from sglang_benchmark_extra_args" in text, out[-3000:]
+    run = run_playbook(tmp_path, "benchmark.yml",
+                       example_vars(tmp_path, sglang_benchmark_extra_args=["--frobnicate", "1"]),
+                       extra={"bench_dry_run": True, "bench_kv_tokens": 495488})
+    failure = only_failure(run)
+    assert failure.task == "Check the client's command line against its --help", run.explain()
+    assert "does not accept --frobnicate from sglang_benchmark_extra_args" in failure.text(), run.explain()
+    assert "Plan the sweep without writing anything" not in run.tasks, run.tasks
     assert not list(Path(tmp_path / "results").glob("*/records.jsonl"))
