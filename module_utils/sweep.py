@@ -189,7 +189,7 @@ def medians_by_concurrency(records: Iterable[dict], host: Any, profile: Any,
     for r in records:
         if r.get("host") == host and r.get("profile") == profile and _ok(r) and r.get(metric) is not None:
             values.setdefault(int(r["max_concurrency"]), []).append(float(r[metric]))
-    return {c: median(v) for c, v in sorted(values.items())}
+    return {c: float(median(v) or 0.0) for c, v in sorted(values.items())}
 
 
 def peak(medians: dict[int, float]) -> tuple[int, float] | None:
@@ -214,7 +214,7 @@ def sweep_state(records: list[dict], host: Any, profile: Any, point: dict,
     """
     medians = medians_by_concurrency(records, host, profile)
     best = peak(medians)
-    state = {"stop": False, "reason": None,
+    state: dict[str, Any] = {"stop": False, "reason": None,
              "peak_concurrency": best[0] if best else None,
              "peak_total_throughput": round(best[1], 1) if best else None}
     concurrency = int(point["max_concurrency"])
@@ -260,9 +260,10 @@ def pick_best(records: list[dict], profiles: list | None = None) -> dict:
             continue
         medians = medians_by_concurrency(
             [r for r in records if str(r.get("host")) == host], host, profile, "output_throughput")
-        if not medians:
+        best_point = peak(medians)
+        if best_point is None:
             continue
-        top, value = peak(medians)
+        top, value = best_point
         points = sum(1 for r in records if str(r.get("host")) == host and r.get("profile") == profile and _ok(r))
         hosts.setdefault(host, {"profiles": {}})["profiles"][profile] = {
             "peak_output_throughput": round(value, 1), "peak_concurrency": top, "points": points,
@@ -283,6 +284,6 @@ def pick_best(records: list[dict], profiles: list | None = None) -> dict:
         for p, v in per.items():
             peaks.setdefault(p, []).append(v["peak_output_throughput"])
     mean_peak = {p: round(sum(v) / len(v), 1) for p, v in peaks.items()}
-    return {"best": max(mean_peak, key=mean_peak.get) if mean_peak else None,
+    return {"best": max(mean_peak, key=lambda p: mean_peak[p]) if mean_peak else None,
             "mean_peak_output_throughput": mean_peak, "hosts": hosts,
             "points": sum(v["points"] for h in hosts.values() for v in h["profiles"].values())}
