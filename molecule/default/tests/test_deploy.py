@@ -1,4 +1,5 @@
 """What deploy.yml left on the hosts: the service, its script, its secrets and its health."""
+import hashlib
 import json
 
 import pytest
@@ -9,6 +10,7 @@ SCRIPT = "/opt/sglang/run_tp8.sh"
 
 EXPECTED_ENV = [
     "export CUDA_HOME=/usr/local/cuda-12.8",
+    "export HF_HOME=/opt/sglang/hf",  # the cache the model is pre-downloaded into
     "export NCCL_IB_DISABLE=1",
     "export NCCL_MIN_NCHANNELS=8",
     "export NCCL_P2P_DISABLE=1",  # derived by gpu_preflight: the fake VM has no P2P
@@ -46,6 +48,7 @@ def test_script_has_the_exact_env_and_flags(host):
     assert sorted(rendered[1:-1]) == sorted(EXPECTED_ARGS[1:-1])
     assert len(lines) == start + len(EXPECTED_ARGS)
     assert "molecule-test-key" not in script.content_string
+    assert "hf_molecule_secret_token" not in script.content_string
 
 
 def test_env_file_holds_the_secrets_for_root_only(host):
@@ -126,3 +129,51 @@ def test_deploy_record_for_the_fast_path(host):
                                "auto_request_tokens": 256}
     assert "molecule-test-key-0123" not in record.content_string
     assert "hf_molecule_secret_token" not in record.content_string
+
+
+HF_TOKEN = "hf_molecule_secret_token"
+MODEL_DIR = "/opt/sglang/hf/hub/models--lukealonso--GLM-5-NVFP4"
+DOWNLOAD_RECORD = "/opt/sglang/hf/fake-hf-download.json"
+
+
+def server_environ(host):
+    # (as its own user: root in the container lacks CAP_SYS_PTRACE to read another user's environ)
+    pid = host.check_output("systemctl show -p MainPID --value sglang")
+    raw = host.check_output(f"runuser -u sglang -- cat /proc/{pid}/environ | tr '\\0' '\\n'")
+    return dict(line.split("=", 1) for line in raw.splitlines() if "=" in line)
+
+
+def test_server_has_the_model_cache_and_the_token_from_the_env_file(host):
+    """HF_HOME of the running server is the cache the role made (and pre-downloads into); the
+    token reaches it through the env file, the only place it is written."""
+    env = server_environ(host)
+    assert env["HF_HOME"] == "/opt/sglang/hf"
+    assert env["HF_TOKEN"] == HF_TOKEN
+    cache = host.file("/opt/sglang/hf")
+    assert cache.is_directory and cache.user == "sglang" and cache.mode == 0o750
+
+
+def test_token_is_in_the_env_file_only(host):
+    found = host.run(f"grep -rlsF {HF_TOKEN} /etc /opt /var /root /tmp /home /run /srv /usr/local")
+    assert found.stdout.split() == ["/etc/sglang/sglang.env"]
+
+
+def test_model_downloaded_with_the_env_files_token_before_the_first_start(host):
+    """Host 2 pre-downloads model-path from the fake hub: as the sglang user, into the server's
+    HF_HOME, with the env file's token, finished before the server started (the server never
+    waits for a download inside its health timeout). Host 1 downloads nothing."""
+    record_file = host.file(DOWNLOAD_RECORD)
+    if host.backend.get_hostname() == "sglpb-deploy-1":
+        assert not record_file.exists and not host.file(MODEL_DIR).exists
+        return
+    record = json.loads(record_file.content_string)
+    uid = int(host.check_output("id -u sglang"))
+    assert record["uid"] == uid and record["hf_home"] == "/opt/sglang/hf"
+    assert record["repo"] == "lukealonso/GLM-5-NVFP4"
+    assert record["token_sha256"] == hashlib.sha256(HF_TOKEN.encode()).hexdigest()
+    start_us = int(host.check_output("systemctl show -p ExecMainStartTimestampMonotonic --value sglang"))
+    assert record["finished"] <= start_us / 1e6, "the server started before the download finished"
+    snapshot = host.file(f"{MODEL_DIR}/snapshots/0123456789abcdef0123456789abcdef01234567/model-00001-of-00002.safetensors")
+    assert snapshot.is_symlink
+    marker = host.file("/opt/sglang/hf/.sglang-playbooks/lukealonso--GLM-5-NVFP4@main")
+    assert marker.exists and marker.user == "sglang"
