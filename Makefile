@@ -54,6 +54,8 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/yamllint --strict .
 	$(BIN)/ansible-lint --profile production --offline
+	@# the CI workflow (.github/workflows/ci.yml); shellcheck and pyflakes are not project tools
+	$(BIN)/actionlint -shellcheck= -pyflakes=
 	@# every module's DOCUMENTATION, EXAMPLES and RETURN must load in ansible-doc
 	@for m in library/*.py; do n=$$(basename $$m .py); \
 	  $(BIN)/ansible-doc -M library $$n >/dev/null || { echo "ansible-doc cannot load $$n"; exit 1; }; \
