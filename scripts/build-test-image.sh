@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the test-host image: Debian 12 with systemd as PID 1, for podman (DESIGN.md "Test hosts").
+# Build the test-host image: Debian 12 with systemd as PID 1, for podman (docs/architecture.md, "Test hosts").
 # The image is tagged with a hash of this recipe and rebuilt only when the recipe changes.
 # Prints the image reference on stdout.
 set -euo pipefail

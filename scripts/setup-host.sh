@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepare a fresh Debian/Ubuntu machine (as root) to run the test hosts: podman with runc,
 # debootstrap for the image, and the containers.conf settings that this cgroup layout needs
-# (see DESIGN.md "Test hosts"). Idempotent: does nothing when everything is already in place.
+# (docs/architecture.md, "Test hosts"). Idempotent: does nothing when everything is already in place.
 set -euo pipefail
 
 need=()

@@ -6,7 +6,7 @@ from pathlib import Path
 import ansible.module_utils
 
 REPO = Path(__file__).resolve().parent.parent
-FIXTURES = REPO / "tests" / "fixtures"  # copied from ../shared/fixtures (real outputs)
+FIXTURES = REPO / "tests" / "fixtures"  # real outputs; each folder's README says where from
 if str(REPO / "module_utils") not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(str(REPO / "module_utils"))
 if str(REPO / "library") not in sys.path:

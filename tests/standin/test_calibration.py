@@ -1,4 +1,5 @@
-"""The performance model reproduces the shape of DESIGN.md's table (simulated time)."""
+"""The performance model reproduces the shape of the reference deployment's table
+(docs/architecture.md; simulated time)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ from ansible.module_utils.testing import patch_module_args
 TEMPLATE = str(Path(__file__).resolve().parents[2] / "templates" / "report.md.j2")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
-# The hand-made table of DESIGN.md: (concurrency, total, output) per profile.
+# The reference deployment's hand-measured table (docs/architecture.md): (concurrency, total, output)
+# per profile.
 BASELINE = [(256, 1383, 705), (512, 2205, 1106), (1024, 3190, 1601), (2048, 3249, 1640)]
 TUNED = [(256, 1384, 705), (512, 2216, 1111), (1024, 3250, 1631), (2048, 4151, 2095)]
 

@@ -1,4 +1,4 @@
-"""The controller's result store: results/<run_id>/ (DESIGN.md)."""
+"""The controller's result store: results/<run_id>/ (docs/architecture.md, "The result store")."""
 import datetime
 import json
 import os

@@ -1,4 +1,4 @@
-"""Sweep planning from the KV cache (DESIGN.md, "Sweep planning")."""
+"""Sweep planning from the KV cache (module_utils/sweep.py; docs/architecture.md, "The sweep")."""
 import pytest
 from ansible.module_utils import sweep
 
