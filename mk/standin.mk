@@ -7,18 +7,27 @@ PY ?= $(VENV)/bin/python
 CLIENT_VENV := .cache/client-venv
 CLIENT_PY := $(CLIENT_VENV)/bin/python
 CLIENT_REQUIREMENTS := standin/requirements-client.txt
-PYCLIENT_VENV := .cache/client-venv-python
-PYCLIENT_PY := $(PYCLIENT_VENV)/bin/python
-PYCLIENT_REQUIREMENTS := standin/requirements-pyclient.txt
 # Base interpreter for the client venvs: Debian 12's / CI's python3 (3.11).
 CLIENT_BASE_PYTHON ?= python3
 
-# What `make test` runs for the stand-in: its tests plus the real Rust client run.
-STANDIN_TEST_TARGETS := test-standin-client
+# SGLang's own clients, client-only, per SGLang release (the role's default path: the Python
+# client on the server host, from the server's venv): sglang --no-deps plus the pinned list of
+# what the client path imports (standin/requirements-client-VERSION.txt, ~6 GB each: a CUDA
+# torch + torchvision that runs on the CPU). The sglang role installs the same file on stand-in
+# hosts; the test hosts install it from CLIENT_WHEELHOUSE (mounted read-only, --no-index).
+CLIENT_VERSIONS := 0.5.10.post1 0.5.23
+CLIENT_VERSION_REQUIREMENTS := $(foreach v,$(CLIENT_VERSIONS),standin/requirements-client-$(v).txt)
+CLIENT_VERSION_VENVS := $(foreach v,$(CLIENT_VERSIONS),.cache/client-venv-$(v)/.done)
+CLIENT_WHEELHOUSE := .cache/client-wheelhouse
+CLIENT_WHEELHOUSE_STORE := $(SGLPB_CACHE)/client-wheelhouse-$(shell cat $(CLIENT_VERSION_REQUIREMENTS) | sha256sum | cut -c1-12)
+
+# What `make test` runs for the stand-in: its tests plus the real clients' runs (the Rust
+# client from .cache/client-venv; the role defaults' argv through each release's own clients).
+STANDIN_TEST_TARGETS := test-standin-client test-standin-clients
 export STANDIN_TEST_TARGETS
 
-.PHONY: standin-sweep client-venv client-venv-python test-standin test-standin-client \
-	test-standin-pyclient
+.PHONY: standin-sweep client-venv client-venvs client-wheelhouse test-standin test-standin-client \
+	test-standin-clients test-standin-pyclient $(foreach v,$(CLIENT_VERSIONS),client-venv-$(v))
 
 ## standin-sweep: print the calibrated throughput table (simulated time, both profiles)
 standin-sweep:
@@ -40,27 +49,56 @@ $(CLIENT_VENV)/.done: $(CLIENT_REQUIREMENTS)
 	mkdir -p $(dir $(CLIENT_VENV)) && rm -rf $(CLIENT_VENV) && ln -s $(CLIENT_STORE) $(CLIENT_VENV)
 	touch $(CLIENT_STORE)/.done
 
-## client-venv-python: SGLang's Python benchmark client (~6 GB: CUDA torch + torchvision)
-client-venv-python: $(PYCLIENT_VENV)/.done
+## client-venvs: SGLang's clients of every release in CLIENT_VERSIONS, cached (~6 GB each)
+client-venvs: $(CLIENT_VERSION_VENVS)
 
-$(PYCLIENT_VENV)/.done: $(PYCLIENT_REQUIREMENTS)
-	rm -rf $(PYCLIENT_VENV)
-	$(CLIENT_BASE_PYTHON) -m venv $(PYCLIENT_VENV)
-	# torch and torchvision with their own dependencies (a matching pair; PyPI's
-	# torchvision does not load beside the CPU torch 2.13.0 wheel), then the client.
-	$(PYCLIENT_PY) -m pip install --quiet $$(grep -E '^(torch|torchvision)==' $(PYCLIENT_REQUIREMENTS))
-	$(PYCLIENT_PY) -m pip install --quiet --no-deps -r $(PYCLIENT_REQUIREMENTS)
-	$(PYCLIENT_PY) -m sglang.benchmark.serving --help > /dev/null
-	touch $@
+# client-venv-VERSION: one release's clients, built once per requirements file in SGLPB_CACHE.
+define client_version_venv
+client-venv-$(1): .cache/client-venv-$(1)/.done
+.cache/client-venv-$(1)/.done: standin/requirements-client-$(1).txt
+	@store=$$(SGLPB_CACHE)/client-venv-$(1)-$$$$(sha256sum < $$< | cut -c1-12); \
+	if [ ! -f $$$$store/.done ]; then \
+	  echo "client-venv-$(1): building $$$$store"; start=$$$$(date +%s); \
+	  rm -rf $$$$store && mkdir -p $$(SGLPB_CACHE) && $$(CLIENT_BASE_PYTHON) -m venv $$$$store && \
+	  $$$$store/bin/python -m pip install --quiet --no-deps -r $$< && \
+	  $$$$store/bin/python -m $$(if $$(filter 0.5.10%,$(1)),sglang.bench_serving,sglang.benchmark.serving) --help > /dev/null && \
+	  echo "client-venv-$(1): $$$$(( $$$$(date +%s) - start )) s, $$$$(du -sm $$$$store | cut -f1) MB" && \
+	  touch $$$$store/.done; \
+	else echo "client-venv-$(1): reusing $$$$store"; fi; \
+	mkdir -p .cache && rm -rf .cache/client-venv-$(1) && ln -s $$$$store .cache/client-venv-$(1) && \
+	touch $$$$store/.done
+endef
+$(foreach v,$(CLIENT_VERSIONS),$(eval $(call client_version_venv,$(v))))
+
+## client-wheelhouse: the wheels of every client-VERSION file, for test hosts without an index
+client-wheelhouse: $(CLIENT_WHEELHOUSE)/.done
+
+$(CLIENT_WHEELHOUSE)/.done: $(CLIENT_VERSION_REQUIREMENTS)
+	@if [ ! -f $(CLIENT_WHEELHOUSE_STORE)/.done ]; then \
+	  echo "client-wheelhouse: building $(CLIENT_WHEELHOUSE_STORE)"; start=$$(date +%s); \
+	  rm -rf $(CLIENT_WHEELHOUSE_STORE) && mkdir -p $(CLIENT_WHEELHOUSE_STORE) && \
+	  for req in $(CLIENT_VERSION_REQUIREMENTS); do \
+	    $(CLIENT_BASE_PYTHON) -m pip download --quiet --no-deps --only-binary :all: \
+	      -d $(CLIENT_WHEELHOUSE_STORE) -r $$req; \
+	  done && \
+	  echo "client-wheelhouse: $$(( $$(date +%s) - start )) s, $$(du -sm $(CLIENT_WHEELHOUSE_STORE) | cut -f1) MB" && \
+	  touch $(CLIENT_WHEELHOUSE_STORE)/.done; \
+	else echo "client-wheelhouse: reusing $(CLIENT_WHEELHOUSE_STORE)"; fi
+	mkdir -p .cache && rm -rf $(CLIENT_WHEELHOUSE) && ln -s $(CLIENT_WHEELHOUSE_STORE) $(CLIENT_WHEELHOUSE)
+	touch $(CLIENT_WHEELHOUSE_STORE)/.done
 
 ## test-standin: the stand-in's tests, the real-client run included
-test-standin: $(VENV)/.done $(CLIENT_VENV)/.done
+test-standin: $(VENV)/.done $(CLIENT_VENV)/.done $(CLIENT_VERSION_VENVS)
 	SGLANG_CLIENT_PYTHON=$(abspath $(CLIENT_PY)) $(PY) -m pytest tests/standin -q
 
 ## test-standin-client: SGLang's Rust benchmark client against the stand-in
 test-standin-client: $(VENV)/.done $(CLIENT_VENV)/.done
 	SGLANG_CLIENT_PYTHON=$(abspath $(CLIENT_PY)) $(PY) -m pytest tests/standin/test_real_client.py -q
 
-## test-standin-pyclient: SGLang's Python benchmark client against the stand-in
-test-standin-pyclient: $(VENV)/.done $(PYCLIENT_VENV)/.done
-	SGLANG_PYCLIENT_PYTHON=$(abspath $(PYCLIENT_PY)) $(PY) -m pytest tests/standin/test_python_client.py -q
+## test-standin-clients: the role defaults' client argv through each release's real clients
+test-standin-clients: $(VENV)/.done $(CLIENT_VERSION_VENVS)
+	$(PY) -m pytest tests/standin/test_client_versions.py -q
+
+## test-standin-pyclient: SGLang 0.5.23's Python client with explicit --tokenizer/--model
+test-standin-pyclient: $(VENV)/.done .cache/client-venv-0.5.23/.done
+	SGLANG_PYCLIENT_PYTHON=$(abspath .cache/client-venv-0.5.23/bin/python) $(PY) -m pytest tests/standin/test_python_client.py -q
