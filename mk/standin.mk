@@ -27,7 +27,7 @@ STANDIN_TEST_TARGETS := test-standin-client test-standin-clients
 export STANDIN_TEST_TARGETS
 
 .PHONY: standin-sweep client-venv client-venvs client-wheelhouse test-standin test-standin-client \
-	test-standin-clients test-standin-pyclient $(foreach v,$(CLIENT_VERSIONS),client-venv-$(v))
+	test-standin-clients $(foreach v,$(CLIENT_VERSIONS),client-venv-$(v))
 
 ## standin-sweep: print the calibrated throughput table (simulated time, both profiles)
 standin-sweep:
@@ -89,7 +89,7 @@ $(CLIENT_WHEELHOUSE)/.done: $(CLIENT_VERSION_REQUIREMENTS)
 
 ## test-standin: the stand-in's tests, the real-client run included
 test-standin: $(VENV)/.done $(CLIENT_VENV)/.done $(CLIENT_VERSION_VENVS)
-	SGLANG_CLIENT_PYTHON=$(abspath $(CLIENT_PY)) $(PY) -m pytest tests/standin -q
+	SGLANG_CLIENT_PYTHON=$(abspath $(CLIENT_PY)) SGLANG_CLIENT_VENVS_DIR=$(abspath .cache) $(PY) -m pytest tests/standin -q
 
 ## test-standin-client: SGLang's Rust benchmark client against the stand-in
 test-standin-client: $(VENV)/.done $(CLIENT_VENV)/.done
@@ -97,8 +97,4 @@ test-standin-client: $(VENV)/.done $(CLIENT_VENV)/.done
 
 ## test-standin-clients: the role defaults' client argv through each release's real clients
 test-standin-clients: $(VENV)/.done $(CLIENT_VERSION_VENVS)
-	$(PY) -m pytest tests/standin/test_client_versions.py -q
-
-## test-standin-pyclient: SGLang 0.5.23's Python client with explicit --tokenizer/--model
-test-standin-pyclient: $(VENV)/.done .cache/client-venv-0.5.23/.done
-	SGLANG_PYCLIENT_PYTHON=$(abspath .cache/client-venv-0.5.23/bin/python) $(PY) -m pytest tests/standin/test_python_client.py -q
+	SGLANG_CLIENT_VENVS_DIR=$(abspath .cache) $(PY) -m pytest tests/standin/test_client_versions.py -q

@@ -101,3 +101,12 @@ class Server:
         self.log_path.unlink(missing_ok=True)
 
 
+
+
+def hf_home(path: Path, model_id: str) -> Path:
+    """An HF_HOME under path with the stand-in's tokenizer as model_id's hub-cache snapshot,
+    placed by the same code as the sglang role's stand-in install (sglang_standin.hf_cache)."""
+    from sglang_standin import hf_cache
+
+    hf_cache.install(path, model_id)
+    return path
