@@ -19,7 +19,8 @@ CLIENT_VERSIONS := 0.5.10.post1 0.5.23
 CLIENT_VERSION_REQUIREMENTS := $(foreach v,$(CLIENT_VERSIONS),standin/requirements-client-$(v).txt)
 CLIENT_VERSION_VENVS := $(foreach v,$(CLIENT_VERSIONS),.cache/client-venv-$(v)/.done)
 CLIENT_WHEELHOUSE := .cache/client-wheelhouse
-CLIENT_WHEELHOUSE_STORE := $(SGLPB_CACHE)/client-wheelhouse-$(shell cat $(CLIENT_VERSION_REQUIREMENTS) | sha256sum | cut -c1-12)
+# Named by a hash of the requirement lines (comments left out: a reworded comment reuses them).
+CLIENT_WHEELHOUSE_STORE := $(SGLPB_CACHE)/client-wheelhouse-$(shell grep -hv '^\#' $(CLIENT_VERSION_REQUIREMENTS) | sha256sum | cut -c1-12)
 
 # What `make test` runs for the stand-in: its tests plus the real clients' runs (the Rust
 # client from .cache/client-venv; the role defaults' argv through each release's own clients).
@@ -56,7 +57,7 @@ client-venvs: $(CLIENT_VERSION_VENVS)
 define client_version_venv
 client-venv-$(1): .cache/client-venv-$(1)/.done
 .cache/client-venv-$(1)/.done: standin/requirements-client-$(1).txt
-	@store=$$(SGLPB_CACHE)/client-venv-$(1)-$$$$(sha256sum < $$< | cut -c1-12); \
+	@store=$$(SGLPB_CACHE)/client-venv-$(1)-$$$$(grep -v '^#' $$< | sha256sum | cut -c1-12); \
 	if [ ! -f $$$$store/.done ]; then \
 	  echo "client-venv-$(1): building $$$$store"; start=$$$$(date +%s); \
 	  rm -rf $$$$store && mkdir -p $$(SGLPB_CACHE) && $$(CLIENT_BASE_PYTHON) -m venv $$$$store && \
@@ -98,3 +99,6 @@ test-standin-client: $(VENV)/.done $(CLIENT_VENV)/.done
 ## test-standin-clients: the role defaults' client argv through each release's real clients
 test-standin-clients: $(VENV)/.done $(CLIENT_VERSION_VENVS)
 	SGLANG_CLIENT_VENVS_DIR=$(abspath .cache) $(PY) -m pytest tests/standin/test_client_versions.py -q
+
+# The bench scenario's test hosts install SGLang's client from the wheelhouse (mounted).
+molecule: $(CLIENT_WHEELHOUSE)/.done

@@ -13,7 +13,7 @@ there in the hub's layout::
 REV is a hash of the files, so a changed tokenizer is a new snapshot. Used by the sglang
 role's stand-in install and by the tests (one implementation)::
 
-    python -m sglang_standin.hf_cache --hf-home /opt/sglang/hf --model-id lukealonso/GLM-5-NVFP4 [--check]
+    python -m sglang_standin.hf_cache --hf-home /opt/sglang/hf --model-id lukealonso/GLM-5-NVFP4 [--model-id ...] [--check]
 
 prints ``changed`` or ``ok`` (with --check: what it would do, writing nothing).
 """
@@ -74,10 +74,12 @@ def install(hf_home: str | os.PathLike, model_id: str, check: bool = False) -> b
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Place the stand-in's tokenizer in a HF hub cache.")
     parser.add_argument("--hf-home", required=True, help="HF_HOME (the cache goes under its hub/)")
-    parser.add_argument("--model-id", required=True, help="the server's --model-path, e.g. ORG/NAME")
+    parser.add_argument("--model-id", required=True, action="append",
+                        help="the server's --model-path, e.g. ORG/NAME (repeat for more ids)")
     parser.add_argument("--check", action="store_true", help="report what would change, write nothing")
     args = parser.parse_args(argv)
-    print("changed" if install(args.hf_home, args.model_id, check=args.check) else "ok")
+    changed = [install(args.hf_home, model_id, check=args.check) for model_id in dict.fromkeys(args.model_id)]
+    print("changed" if any(changed) else "ok")
     return 0
 
 

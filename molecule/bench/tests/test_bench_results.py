@@ -11,8 +11,8 @@ RESULTS = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).paren
 HOSTS = ("sglpb-bench-1", "sglpb-bench-2")
 
 
-def records(run_id):
-    path = RESULTS / run_id / "records.jsonl"
+def records(run_id, name="records.jsonl"):
+    path = RESULTS / run_id / name
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
@@ -25,8 +25,15 @@ def test_benchmark_run_has_a_record_per_host_and_point():
         assert r["completed"] == 5 * r["max_concurrency"] == r["num_prompts"]
         assert r["random_input_len"] == 128 and r["random_output_len"] == 128
         assert r["request_rate"] == "inf" and r["standin"] is True
-        assert r["gpu"] and len(r["gpu"]) == 8 and r["gpu"][0]["power_w_mean"] > 0
-        assert (RESULTS / "molecule-benchmark" / r["raw_path"]).is_file()
+        raw = records("molecule-benchmark", r["raw_path"])[-1]
+        # The role defaults ran SGLang's Python client on the server host (the Rust client
+        # runs with --disable-retokenize): it decoded the streamed text with the served model's
+        # tokenizer from the host's Hugging Face cache, and counted what the server counted.
+        assert raw["total_output_tokens_retokenized"] == raw["total_output_tokens"] == r["total_output_tokens"]
+    telemetry = records("molecule-benchmark", "telemetry.jsonl")
+    assert sorted((t["host"], t["max_concurrency"]) for t in telemetry) == got
+    for t in telemetry:
+        assert len(t["gpu"]) == 8 and t["gpu"][0]["power_w_mean"] > 0
     assert (RESULTS / "molecule-benchmark" / "report.md").is_file()
 
 
@@ -34,7 +41,8 @@ def test_benchmark_run_has_a_record_per_host_and_point():
 def test_tune_sweeps_both_profiles_and_tuned_wins_at_the_top(host):
     recs = [r for r in records("molecule-tune") if r["host"] == host]
     by = {(r["profile"], r["max_concurrency"]): r for r in recs}
-    assert set(by) == {(p, c) for p in ("baseline", "tuned") for c in (32, 64, 128, 256)}
+    # 241: the KV capacity (61,936 tokens / 256 a request), a point of its own in the plan.
+    assert set(by) == {(p, c) for p in ("baseline", "tuned") for c in (32, 64, 128, 241, 256)}
     assert all(r["status"] == "ok" for r in recs)
     # 256 > the KV capacity of 241 requests: run as asked, flagged in the report.
     top_base, top_tuned = by[("baseline", 256)], by[("tuned", 256)]
