@@ -132,7 +132,7 @@ def test_deploy_record_for_the_fast_path(host):
 
 
 HF_TOKEN = "hf_molecule_secret_token"
-MODEL_DIR = "/opt/sglang/hf/hub/models--lukealonso--GLM-5-NVFP4"
+MODEL_DIR = "/opt/sglang/hf/hub/models--fake-org--tiny-model"
 DOWNLOAD_RECORD = "/opt/sglang/hf/fake-hf-download.json"
 
 
@@ -159,7 +159,7 @@ def test_token_is_in_the_env_file_only(host):
 
 
 def test_model_downloaded_with_the_env_files_token_before_the_first_start(host):
-    """Host 2 pre-downloads model-path from the fake hub: as the sglang user, into the server's
+    """Host 2 pre-downloads a model from the fake hub: as the sglang user, into the server's
     HF_HOME, with the env file's token, finished before the server started (the server never
     waits for a download inside its health timeout). Host 1 downloads nothing."""
     record_file = host.file(DOWNLOAD_RECORD)
@@ -169,11 +169,11 @@ def test_model_downloaded_with_the_env_files_token_before_the_first_start(host):
     record = json.loads(record_file.content_string)
     uid = int(host.check_output("id -u sglang"))
     assert record["uid"] == uid and record["hf_home"] == "/opt/sglang/hf"
-    assert record["repo"] == "lukealonso/GLM-5-NVFP4"
+    assert record["repo"] == "fake-org/tiny-model"
     assert record["token_sha256"] == hashlib.sha256(HF_TOKEN.encode()).hexdigest()
     start_us = int(host.check_output("systemctl show -p ExecMainStartTimestampMonotonic --value sglang"))
     assert record["finished"] <= start_us / 1e6, "the server started before the download finished"
     snapshot = host.file(f"{MODEL_DIR}/snapshots/0123456789abcdef0123456789abcdef01234567/model-00001-of-00002.safetensors")
     assert snapshot.is_symlink
-    marker = host.file("/opt/sglang/hf/.sglang-playbooks/lukealonso--GLM-5-NVFP4@main")
+    marker = host.file("/opt/sglang/hf/.sglang-playbooks/fake-org--tiny-model@main")
     assert marker.exists and marker.user == "sglang"
