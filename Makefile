@@ -90,4 +90,4 @@ demo-clean:
 	bash scripts/demo-hosts.sh down
 
 clean: demo-clean
-	rm -rf $(VENV) .cache/client-venv .pytest_cache
+	rm -rf $(VENV) .cache/client-venv .cache/client-venv-* .cache/client-wheelhouse .pytest_cache

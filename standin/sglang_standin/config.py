@@ -13,7 +13,7 @@ import argparse
 import os
 from collections.abc import Sequence
 
-#: Defaults of the reference deployment (see DESIGN.md): KV pool size at
+#: Defaults of the reference deployment (docs/architecture.md): KV pool size at
 #: --mem-fraction-static 0.92, and the model's MoE shape.
 REFERENCE_KV_TOKENS = 495488
 REFERENCE_MEM_FRACTION = 0.92

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class PerfModel:
-    """Modelled step times in seconds. Calibrated against DESIGN.md's table."""
+    """Modelled step times in seconds. Calibrated against the reference deployment's table (docs/architecture.md)."""
 
     num_experts: int = 256
     top_k: int = 8
@@ -40,7 +40,7 @@ class PerfModel:
     prefill_per_token_s: float = 1.0e-5
 
     def experts_batch(self, batch: int) -> float:
-        """Tokens each expert sees in one decode step (DESIGN.md: 2048 x 8 / 256 = 64)."""
+        """Tokens each expert sees in one decode step (the reference: 2048 x 8 / 256 = 64)."""
         return batch * self.top_k / self.num_experts
 
     def decode_step_s(self, batch: int) -> float:

@@ -1,4 +1,4 @@
-"""The calibration sweep: DESIGN.md's benchmark, run on the performance model's
+"""The calibration sweep: the reference deployment's benchmark (docs/architecture.md), run on the performance model's
 simulated clock, so a sweep up to 3072 concurrent requests takes seconds.
 
     python -m sglang_standin.sweep [--kv-tokens 495488] [--concurrency 256,512,...]
