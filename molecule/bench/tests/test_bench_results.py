@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 
 RESULTS = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3])) / ".cache/molecule-bench-results"
 HOSTS = ("sglpb-bench-1", "sglpb-bench-2")
@@ -16,10 +17,19 @@ def records(run_id, name="records.jsonl"):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def test_benchmark_run_has_a_record_per_host_and_point():
+def test_benchmark_run_stops_at_the_plateau_and_the_resume_adds_nothing():
     recs = records("molecule-benchmark")
+    # One record per host and point (the second run with the same run_id appended none).
     got = sorted((r["host"], r["max_concurrency"]) for r in recs)
-    assert got == sorted((h, c) for h in HOSTS for c in (32, 64))
+    assert got == sorted((h, c) for h in HOSTS for c in (128, 241, 256, 512))
+    for host in HOSTS:
+        status = {r["max_concurrency"]: r for r in recs if r["host"] == host}
+        assert [status[c]["status"] for c in (128, 241, 256, 512)] == [
+            "ok", "ok", "skipped", "over_capacity"], host
+        assert "plateau" in status[256]["error"] and "at 241" in status[256]["error"]
+        assert "KV capacity of 241" in status[512]["error"]
+    recs = [r for r in recs if r["status"] == "ok"]
+    got = sorted((r["host"], r["max_concurrency"]) for r in recs)
     for r in recs:
         assert r["schema_version"] == 1 and r["status"] == "ok" and r["profile"] == "baseline"
         assert r["completed"] == 5 * r["max_concurrency"] == r["num_prompts"]
@@ -61,3 +71,31 @@ def test_tune_run_json_and_report():
     assert "stand-in" in report.lower()
     for name in ("results.json", "results.csv", "throughput.png", "tpot.png"):
         assert (RESULTS / "molecule-tune" / name).is_file(), name
+
+
+def test_tune_writes_the_best_profile_and_the_provenance():
+    text = (RESULTS / "molecule-tune" / "best-profile.yml").read_text()
+    assert text.startswith("# The best profile of run molecule-tune: tuned")
+    best = yaml.safe_load(text)
+    assert best["sglang_profile"] == ""
+    assert best["sglang_server_args"]["max-running-requests"] == 256
+    assert best["sglang_server_args"]["model-path"] == "lukealonso/GLM-5-NVFP4"
+    run = json.loads((RESULTS / "molecule-tune" / "run.json").read_text())
+    facts = run["hosts"][HOSTS[0]]
+    assert facts["driver_version"] == "570.172.08" and facts["cuda_version"] == "12.8"
+    assert facts["gpu_memory_mib"] > 90000 and facts["gpu_power_limit_w"] == 600.0
+    assert facts["client_module"] == "sglang.benchmark.rust_client" and facts["client_version"] == "0.5.23"
+
+
+def test_benchmark_run_json_names_the_python_client_of_the_deployed_release():
+    run = json.loads((RESULTS / "molecule-benchmark" / "run.json").read_text())
+    for host in HOSTS:
+        assert run["hosts"][host]["client_module"] == "sglang.bench_serving"
+        assert run["hosts"][host]["client_version"] == "0.5.10.post1"
+        assert run["hosts"][host]["max_total_num_tokens"] == 61936
+
+
+def test_tune_put_the_server_back_on_the_inventory_profile(host):
+    script = host.file("/opt/sglang/run_tp8.sh").content_string
+    assert "--max-running-requests 128" in script and "--num-continuous-decode-steps 4" in script
+    assert host.service("sglang").is_running
