@@ -1,6 +1,6 @@
 """The sweep core: every decision a benchmark sweep makes, each in one place.
 
-- the KV capacity arithmetic (capacity, resolve_max_running_requests);
+- the KV capacity arithmetic (capacity);
 - the plan (plan_points: which concurrencies run, which are over capacity);
 - the median over repeats (median) and the plateau stop (plateau, sweep_state);
 - the peak of a profile and the best profile of a run (pick_best).
@@ -47,21 +47,6 @@ def capacity(max_total_num_tokens: Any, input_len: Any, output_len: Any) -> int:
         raise ValueError("input_len and output_len must be positive integers, "
                          f"got {input_len!r} and {output_len!r}")
     return tokens // (inp + out)
-
-
-def resolve_max_running_requests(value: Any, kv_capacity: Any) -> int:
-    """'auto' -> the KV capacity; a positive integer stays as it is."""
-    if isinstance(value, str) and value.strip().lower() == "auto":
-        number = _positive_int(kv_capacity)
-        if number is None:
-            raise ValueError(
-                f"max-running-requests: auto needs the KV capacity, got {kv_capacity!r}; "
-                "the server must be healthy and report max_total_num_tokens")
-        return number
-    number = _positive_int(value)
-    if number is None:
-        raise ValueError(f"max-running-requests must be 'auto' or a positive integer, got {value!r}")
-    return number
 
 
 def validate_plan(concurrencies: Any, num_prompts: Any = None, input_len: Any = None,

@@ -16,19 +16,6 @@ def test_capacity_floors_and_refuses_nonsense():
         sweep.capacity(495488, 128, -1)
 
 
-def test_resolve_max_running_requests():
-    assert sweep.resolve_max_running_requests("auto", 1935) == 1935
-    assert sweep.resolve_max_running_requests(" AUTO ", 1935) == 1935
-    assert sweep.resolve_max_running_requests(2048, 1935) == 2048
-    assert sweep.resolve_max_running_requests("1024", 1935) == 1024
-    with pytest.raises(ValueError, match="needs the KV capacity"):
-        sweep.resolve_max_running_requests("auto", None)
-    with pytest.raises(ValueError, match="'auto' or a positive integer, got 'lots'"):
-        sweep.resolve_max_running_requests("lots", 1935)
-    with pytest.raises(ValueError, match="got True"):
-        sweep.resolve_max_running_requests(True, 1935)
-
-
 def test_plan_finds_the_wall_of_the_reference_vm():
     # 495,488 KV tokens / (128 + 128) = 1,935 requests: the capacity itself and 2048 run.
     points = sweep.plan_points([256, 512, 1024, 2048], 1935)
