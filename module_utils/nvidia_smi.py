@@ -354,66 +354,6 @@ def architecture(compute_cap: Any) -> str | None:
     return None
 
 
-def version_tuple(version: Any) -> tuple[int, ...]:
-    """"570.172.08" -> (570, 172, 8); non-numeric parts are ignored."""
-    return tuple(int(part) for part in re.findall(r"\d+", str(version or "")))
-
-
-def version_compare(a: Any, b: Any) -> int:
-    """-1, 0 or 1 as driver/CUDA version a is lower, equal or higher than b.
-
-    Missing trailing parts count as 0: "580" == "580.0.0" < "580.65.06".
-    """
-    ta, tb = version_tuple(a), version_tuple(b)
-    width = max(len(ta), len(tb))
-    ta, tb = ta + (0,) * (width - len(ta)), tb + (0,) * (width - len(tb))
-    return (ta > tb) - (ta < tb)
-
-
-def version_at_least(version: Any, minimum: Any) -> bool:
-    return version_compare(version, minimum) >= 0
-
-
-# Minimum Linux driver per CUDA toolkit lane (CUDA toolkit release notes, table
-# "CUDA Toolkit and Corresponding Driver Versions"; CUDA 13.x needs the R580 branch).
-_MIN_DRIVER = {
-    "12.0": "525.60.13",
-    "12.1": "530.30.02",
-    "12.2": "535.54.03",
-    "12.3": "545.23.06",
-    "12.4": "550.54.14",
-    "12.5": "555.42.02",
-    "12.6": "560.28.03",
-    "12.8": "570.26",
-    "12.9": "575.51",
-}
-
-
-def min_driver_for_cuda(cuda_lane: Any) -> str | None:
-    """Minimum driver version for a CUDA lane ("12.8" -> "570.26", "13.0" -> "580").
-
-    Accepts "12.8", "12-8", "cu128" style names; returns None for an unknown lane.
-    """
-    lane = str(cuda_lane or "").strip().lower()
-    match = re.match(r"^(?:cu)?(\d+)[.-]?(\d)?", lane)
-    if not match:
-        return None
-    major, minor = match.group(1), match.group(2)
-    if lane.startswith("cu") and minor is None and len(major) == 3:
-        major, minor = major[:2], major[2]
-    if major == "13":
-        return "580"
-    return _MIN_DRIVER.get(f"{major}.{minor}")
-
-
-def driver_supports_cuda(driver_version: Any, cuda_lane: Any) -> bool | None:
-    """True/False when the lane is known, None when it is not."""
-    minimum = min_driver_for_cuda(cuda_lane)
-    if minimum is None or not driver_version:
-        return None
-    return version_at_least(driver_version, minimum)
-
-
 def build_gpu_facts(query_text: str | None, banner_text: str | None = None, topo_text: str | None = None,
                     p2p_text: str | None = None, proc_version_text: str | None = None) -> dict[str, Any]:
     """All GPU facts from the raw outputs; missing inputs (None) leave their facts empty.

@@ -6,8 +6,6 @@ from ansible.module_utils.nvidia_smi import (
     QUERY_FIELDS,
     architecture,
     build_gpu_facts,
-    driver_supports_cuda,
-    min_driver_for_cuda,
     parse_driver_proc_version,
     parse_p2p_matrix,
     parse_query_csv,
@@ -16,7 +14,6 @@ from ansible.module_utils.nvidia_smi import (
     parse_topo_matrix,
     query_argv,
     telemetry_argv,
-    version_compare,
 )
 
 SMI = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia-smi"
@@ -233,42 +230,6 @@ def test_p2p_with_one_bad_pair_is_unavailable():
     ("8.6", "Ampere"), ("8.9", "Ada"), ("7.5", "Turing"), (None, None), ("x", None)])
 def test_architecture(cap, name):
     assert architecture(cap) == name
-
-
-def test_min_driver_for_cuda_lanes():
-    assert min_driver_for_cuda("12.8") == "570.26"
-    assert min_driver_for_cuda("cu128") == "570.26"
-    assert min_driver_for_cuda("12-9") == "575.51"
-    assert min_driver_for_cuda("13.0") == "580"
-    assert min_driver_for_cuda("13.2") == "580"
-    assert min_driver_for_cuda("cu130") == "580"
-    assert min_driver_for_cuda("11.8") is None
-    assert min_driver_for_cuda("") is None
-
-
-def test_version_compare():
-    assert version_compare("570.172.08", "570.26") == 1
-    assert version_compare("570.26", "570.26.0") == 0
-    assert version_compare("535.183.01", "570.26") == -1
-    assert version_compare("580", "580.65.06") == -1
-    assert version_compare("575.57.08", "575.51") == 1
-
-
-@pytest.mark.parametrize("machine, lane, ok", [
-    ("rtxpro6000-8gpu-vm", "12.8", True),
-    ("rtxpro6000-8gpu-vm", "12.9", False),
-    ("rtxpro6000-8gpu-vm", "13.0", False),
-    ("rtxa6000-2gpu-r535", "12.8", False),
-    ("rtx5090-2gpu", "12.9", True),
-    ("h200-1gpu", "13.0", True),
-])
-def test_fixture_drivers_against_cuda_lanes(machine, lane, ok):
-    driver = parse_query_csv(read(machine, "query.csv"))[0]["driver_version"]
-    assert driver_supports_cuda(driver, lane) is ok
-
-
-def test_driver_supports_unknown_lane_is_none():
-    assert driver_supports_cuda("570.172.08", "10.2") is None
 
 
 def test_telemetry_single_gpu_loop():
