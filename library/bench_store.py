@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.bench_results import dumps_strict, point_record
@@ -352,15 +351,8 @@ def action_store(params):
             labels, point, options)
     else:
         raise ValueError("action=store needs a record, a skip_reason or an over_capacity point")
-    raw_paths = {}
-    for suffix, text in (params.get("raw") or {}).items():
-        if text is None:
-            continue
-        path = store.raw_path(record.get("host"), record.get("profile"),
-                              record.get("max_concurrency"), record.get("repeat") or 0, suffix)
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        raw_paths[suffix] = os.path.relpath(path, store.path)
+    raw_paths = {suffix: store.write_raw(record, suffix, text)
+                 for suffix, text in (params.get("raw") or {}).items() if text is not None}
     if raw_paths:
         record["raw_path"] = raw_paths.get("jsonl") or raw_paths.get("txt")
     record = store.append_record(record)

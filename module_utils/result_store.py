@@ -7,7 +7,7 @@ A run directory holds:
     telemetry.jsonl  one line per point's GPU telemetry window
                    ({host, profile, max_concurrency, repeat, gpu}), appended when a sweep
                    ends; records() joins it into the records' "gpu"
-    raw/           per-point raw client output (raw_path())
+    raw/           per-point raw client output (write_raw())
     logs/          server log excerpts (write_log())
     report.md, results.json, results.csv, *.png, best-profile.yml
                    (written by bench_report through write_file())
@@ -257,3 +257,10 @@ class RunStore:
         folder = os.path.join(self.path, "raw", _safe_part(host), _safe_part(profile))
         os.makedirs(folder, exist_ok=True)
         return os.path.join(folder, f"c{max_concurrency}-r{repeat}.{suffix}")
+
+    def write_raw(self, record: dict, suffix: str, text: str) -> str:
+        """Keep a point's raw client output beside its record; returns its path in the run."""
+        path = self.raw_path(record.get("host"), record.get("profile"), record.get("max_concurrency"),
+                             record.get("repeat") or 0, suffix)
+        atomic_write(path, text)
+        return os.path.relpath(path, self.path)
