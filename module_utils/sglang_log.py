@@ -1,6 +1,6 @@
 """Classify an SGLang server log: ready or not, why it failed, and what it reported.
 
-Used by sglang_log_facts (a whole file) and sglang_health (streaming, through
+Used by sglang_log_info (a whole file) and sglang_health (streaming, through
 LogWatcher while it waits for the server). Messages are SGLang's own:
 
 - ready: ``The server is fired up and ready to roll!`` (http_server.py)

@@ -1,9 +1,9 @@
-"""sglang_log_facts: the module run in-process, as Ansible runs it."""
+"""sglang_log_info: the module run in-process, as Ansible runs it."""
 import json
 from pathlib import Path
 
 import pytest
-import sglang_log_facts
+import sglang_log_info
 from ansible.module_utils.testing import patch_module_args
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "sglang-logs"
@@ -11,7 +11,7 @@ LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "sglang-logs"
 
 def run_module(capsys, **args):
     with patch_module_args(args), pytest.raises(SystemExit):
-        sglang_log_facts.main()
+        sglang_log_info.main()
     return json.loads(capsys.readouterr().out)
 
 

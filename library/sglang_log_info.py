@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Ansible module sglang_log_facts: classify a saved SGLang server log."""
+"""Ansible module sglang_log_info: classify a saved SGLang server log."""
 from __future__ import annotations
 
 from collections import deque
@@ -9,7 +9,7 @@ from ansible.module_utils.sglang_log import LogWatcher
 
 DOCUMENTATION = r"""
 ---
-module: sglang_log_facts
+module: sglang_log_info
 short_description: Classify an SGLang server log (ready, failure kind, KV capacity)
 description:
   - Reads an SGLang server log (a file written by the launch script, or a journal exported with
@@ -38,7 +38,7 @@ EXAMPLES = r"""
   changed_when: false
 
 - name: Classify the server log
-  sglang_log_facts:
+  sglang_log_info:
     path: /var/log/sglang/server.log
   register: server_log
 
