@@ -5,12 +5,23 @@ SGLang flags keep their real names and defaults so a launch script written for
 are warned about and ignored. Every --standin-X flag can also be given as the
 environment variable SGLANG_STANDIN_X (upper case, dashes as underscores); the flag
 wins over the environment.
+
+``--config FILE`` reads server args from a YAML file as SGLang does
+(sglang/srt/server_args_config_parser.py): the file's ``name: value`` pairs become
+``--name value`` placed before the command line's args (so the command line wins), ``true``
+turns a bare flag on and ``false`` leaves it off, a list gives the flag several values; the
+file must end in .yaml or .yml and hold a mapping, and --config may be given once. The
+stand-in reads the flat YAML the playbooks write (and JSON, a subset of YAML) with the
+standard library only.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
+import sys
 from collections.abc import Sequence
 
 #: Defaults of the reference deployment (docs/architecture.md): KV pool size at
@@ -73,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--random-seed", type=int, default=None, help="Random seed.")
     g.add_argument("--api-key", default=None, help="API key required as a Bearer token.")
     g.add_argument("--admin-api-key", default=None, help="Admin API key (admin endpoints).")
+    g.add_argument("--ssl-keyfile", default=None, help="SSL key file (ignored: no TLS).")
+    g.add_argument("--ssl-certfile", default=None, help="SSL certificate file (ignored: no TLS).")
+    g.add_argument("--ssl-keyfile-password", default=None, help="SSL key file password (ignored).")
+    g.add_argument("--config", default=None,
+                   help="Read CLI options from a config file. Must be a YAML file with configuration options.")
     g.add_argument("--log-level", default="info", help="Log level.")
     g.add_argument("--log-level-http", default=None, help="Log level of the HTTP server.")
     g.add_argument("--watchdog-timeout", type=float, default=300, help="Watchdog timeout (s).")
@@ -126,11 +142,90 @@ STANDIN_SETTINGS = (
 )
 
 
+_YAML_SCALAR = re.compile(r"^(?P<key>[A-Za-z0-9_.-]+)\s*:\s*(?P<value>.*?)\s*$")
+
+
+def _yaml_scalar(text: str):
+    """One flat-YAML value: quoted strings, true/false, null, numbers, [a, b] lists, else text."""
+    if text[:1] in "\"'" and len(text) >= 2 and text[-1] == text[0]:
+        return json.loads(text) if text[0] == '"' else text[1:-1].replace("''", "'")
+    if text.startswith("[") and text.endswith("]"):
+        return [_yaml_scalar(item.strip()) for item in text[1:-1].split(",") if item.strip()]
+    low = text.lower()
+    if low in ("true", "yes", "on", "false", "no", "off"):
+        return low in ("true", "yes", "on")
+    if low in ("", "~", "null"):
+        return None
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+def read_config(path: str) -> dict:
+    """The mapping of a --config file (ValueError with SGLang's messages when it is not one)."""
+    if os.path.splitext(path)[1].lower() not in (".yaml", ".yml"):
+        raise ValueError(f"Config file must be YAML format, got: {os.path.splitext(path)[1]}")
+    if not os.path.exists(path):
+        raise ValueError(f"Config file not found: {path}")
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    try:
+        data = json.loads(text) if text.strip() else None
+    except ValueError:
+        data = {}
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip() or line.lstrip().startswith("#") or line.strip() == "---":
+                continue
+            match = _YAML_SCALAR.match(line)
+            if not match or line[:1].isspace():
+                raise ValueError(f"{path} line {number}: the stand-in reads flat `name: value` YAML only")
+            data[match.group("key")] = _yaml_scalar(match.group("value"))
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ValueError("Config file must contain a dictionary at root level")
+    return data
+
+
+def merge_config(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
+    """argv with --config FILE replaced by the file's args, put first (the command line wins)."""
+    where = [i for i, arg in enumerate(argv) if arg == "--config"]
+    if not where:
+        return argv
+    if len(where) > 1:
+        raise ValueError("Multiple config files specified! Only one allowed.")
+    if where[0] == len(argv) - 1:
+        raise ValueError("No config file specified after --config flag!")
+    store_true = {a.dest for a in parser._actions if isinstance(a, argparse._StoreTrueAction)}
+    args: list[str] = []
+    for key, value in read_config(argv[where[0] + 1]).items():
+        if isinstance(value, bool):
+            if key.replace("-", "_") in store_true:
+                args += [f"--{key}"] if value else []
+            else:
+                args += [f"--{key}", str(value).lower()]
+        elif isinstance(value, list):
+            args += [f"--{key}", *(str(v) for v in value)] if value else []
+        else:
+            args += [f"--{key}", str(value)]
+    return args + argv[:where[0]] + argv[where[0] + 2:]
+
+
 def parse_args(argv: Sequence[str] | None = None,
                environ: dict | None = None) -> tuple[argparse.Namespace, list[str]]:
-    """Parse argv; returns (args, unknown flags). Environment fills unset --standin-* flags."""
+    """Parse argv; returns (args, unknown flags). Environment fills unset --standin-* flags.
+    A bad --config file exits 2 with its reason, as an argparse error."""
     environ = os.environ if environ is None else environ
-    args, unknown = build_parser().parse_known_args(argv)
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        argv = merge_config(argv, parser)
+    except (OSError, ValueError) as exc:
+        parser.error(f"--config: {exc}")
+    args, unknown = parser.parse_known_args(argv)
     for attr, convert, default in STANDIN_SETTINGS:
         if getattr(args, attr) is None:
             env_name = "SGLANG_" + attr.upper()

@@ -264,9 +264,8 @@ class StandinServer:
         })
 
     async def server_info(self, request: Request) -> Response:
+        # dataclasses.asdict(server_args) as SGLang returns it: api_key and admin_api_key included
         info = {k: v for k, v in vars(self.args).items() if not k.startswith("standin_")}
-        info.pop("api_key", None)
-        info.pop("admin_api_key", None)
         info.update({
             "max_running_requests": self.max_running,
             "max_total_num_tokens": self.total_tokens,
@@ -507,6 +506,6 @@ ROUTES = {
 
 
 def _server_args_repr(args) -> str:
-    fields = ", ".join(f"{k}={v!r}" for k, v in vars(args).items()
-                       if k not in ("api_key", "admin_api_key") and not k.startswith("standin_"))
+    """ServerArgs(...) as SGLang's dataclass repr logs it at startup: every arg, secrets included."""
+    fields = ", ".join(f"{k}={v!r}" for k, v in vars(args).items() if not k.startswith("standin_"))
     return f"ServerArgs({fields})"

@@ -73,3 +73,66 @@ def test_unknown_flag_warns_and_server_starts(start_server):
     assert "ignoring unknown argument --enable-hierarchical-cache" in srv.output()
     assert "ignoring unknown argument --hicache-ratio 2" in srv.output()
     assert srv.request("GET", "/health")[0] == 200
+
+
+def _real_config_merger():
+    """SGLang 0.5.10.post1's own --config merger from the client venv, when it is there."""
+    import importlib.util
+    from pathlib import Path
+    venv = Path(__file__).resolve().parents[2] / ".cache" / "client-venv-0.5.10.post1"
+    found = sorted(venv.glob("lib/python3*/site-packages/sglang/srt/server_args_config_parser.py"))
+    if not found:
+        return None
+    spec = importlib.util.spec_from_file_location("sglang_config_parser_0510", found[0])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ConfigArgumentMerger
+
+
+CONFIG_TEXT = ('api-key: "sk-file"\nadmin-api-key: admin-file\nport: 31000\n'
+               "disable-cuda-graph: true\nenable-metrics: false\nmem-fraction-static: 0.88\n")
+
+
+def test_config_file_args_come_first_and_the_command_line_wins(tmp_path):
+    conf = tmp_path / "server.yaml"
+    conf.write_text(CONFIG_TEXT)
+    args, unknown = config.parse_args(["--port", "32000", "--config", str(conf)], environ={})
+    assert unknown == []
+    assert (args.api_key, args.admin_api_key, args.port) == ("sk-file", "admin-file", 32000)
+    assert args.disable_cuda_graph is True and args.enable_metrics is False
+    assert args.mem_fraction_static == 0.88
+    # JSON is YAML too (the playbooks write the file as JSON)
+    conf.write_text('{"api-key": "sk-json", "disable-radix-cache": true}')
+    args, _ = config.parse_args(["--config", str(conf)], environ={})
+    assert args.api_key == "sk-json" and args.disable_radix_cache is True
+
+
+def test_config_merge_matches_sglangs_own(tmp_path):
+    merger = _real_config_merger()
+    if merger is None:
+        import pytest
+        pytest.skip("no SGLang 0.5.10.post1 client venv (.cache/client-venv-0.5.10.post1)")
+    conf = tmp_path / "server.yaml"
+    conf.write_text(CONFIG_TEXT)
+    argv = ["--model-path", "m", "--config", str(conf), "--port", "1"]
+    parser = config.build_parser()
+    assert config.merge_config(argv, parser) == merger(parser).merge_config_with_args(argv)
+
+
+def test_bad_config_files_exit_2_with_the_reason(tmp_path):
+    cases = {
+        "server.json": ("{}", "Config file must be YAML format"),
+        "missing.yaml": (None, "Config file not found"),
+        "list.yaml": ("[1, 2]", "dictionary at root level"),
+        "nested.yaml": ("a:\n  b: 1\n", "flat `name: value` YAML only"),
+    }
+    for name, (text, reason) in cases.items():
+        path = tmp_path / name
+        if text is not None:
+            path.write_text(text)
+        out = subprocess.run([sys.executable, "-m", "sglang_standin.launch_server", "--config", str(path)],
+                             capture_output=True, text=True, env=standin_env(), timeout=60)
+        assert out.returncode == 2 and reason in out.stderr, (name, out.stderr)
+    twice = subprocess.run([sys.executable, "-m", "sglang_standin.launch_server", "--config", "a.yaml",
+                            "--config", "b.yaml"], capture_output=True, text=True, env=standin_env(), timeout=60)
+    assert twice.returncode == 2 and "Multiple config files" in twice.stderr

@@ -36,7 +36,8 @@ def test_server_info_both_paths(server):
         assert info["version"] == "0.5.23"
         assert info["standin"] is True
         assert info["tp_size"] == 1
-        assert "api_key" not in info
+        # dataclasses.asdict(server_args), as SGLang returns it
+        assert info["api_key"] is None and info["admin_api_key"] is None
 
 
 def test_flush_cache(server):
@@ -127,6 +128,21 @@ def test_api_key_is_enforced_like_sglang(start_server):
     # Health, readiness and metrics are exempt, as in SGLang.
     for path in ("/health", "/health_generate", "/metrics"):
         assert srv.request("GET", path)[0] == 200, path
+    # /server_info returns the key, as SGLang's does (the playbooks must not keep it)
+    info = srv.json("GET", "/server_info", headers={"Authorization": "Bearer sekret"})
+    assert info["api_key"] == "sekret"
+
+
+def test_config_file_keeps_the_key_off_the_command_line(start_server, tmp_path):
+    """--config FILE as SGLang reads it: the file's args first, the command line wins."""
+    conf = tmp_path / "secrets.yaml"
+    conf.write_text('api-key: "from-file"\nadmin-api-key: admin-file\nport: 1\nenable-metrics: true\n')
+    srv = start_server("--config", str(conf))
+    assert srv.request("GET", "/v1/models")[0] == 401
+    info = srv.json("GET", "/server_info", headers={"Authorization": "Bearer from-file"})
+    assert info["api_key"] == "from-file" and info["admin_api_key"] == "admin-file"
+    assert info["port"] != 1 and info["enable_metrics"] is True
+    assert "server_args=ServerArgs(" in srv.output() and "api_key='from-file'" in srv.output()
 
 
 def test_any_text_prompt_is_counted_by_words(server):

@@ -1,0 +1,90 @@
+"""module_utils.redact: which names hold secrets, and their values kept out of data and text."""
+from pathlib import Path
+
+import pytest
+from ansible.module_utils.redact import (REDACTED, is_loopback, is_secret_name, redact, redact_text,
+                                         secret_names)
+
+REAL_ARGS = Path(__file__).resolve().parents[1] / "fixtures" / "sglang-logs"
+
+
+@pytest.mark.parametrize("name", [
+    "api-key", "api_key", "admin-api-key", "admin_api_key", "ssl-keyfile-password", "ssl_keyfile_password",
+    "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "SGLANG_API_KEY", "WANDB_API_KEY", "AWS_SECRET_ACCESS_KEY",
+    "db-password", "client_secret", "OPENAI_APIKEY", "token", "key", "MY_CREDENTIALS", "Api-Key",
+])
+def test_secret_names(name):
+    assert is_secret_name(name)
+
+
+@pytest.mark.parametrize("name", [
+    "model-path", "tokenizer-path", "max-total-tokens", "max_prefill_tokens", "ssl-keyfile", "ssl_keyfile",
+    "bucket_time_to_first_token", "kt_max_deferred_experts_per_token", "speculative_token_map",
+    "num_reserved_decode_tokens", "skip_tokenizer_init", "kv_cache_dtype", "HF_HOME", "NCCL_IB_DISABLE",
+    "prefill_delayer_max_delay_passes", "host", "", None,
+])
+def test_names_that_are_not_secret(name):
+    assert not is_secret_name(name)
+
+
+def test_secret_names_keeps_the_order():
+    assert secret_names(["host", "admin-api-key", "port", "ssl-keyfile-password"]) == [
+        "admin-api-key", "ssl-keyfile-password"]
+    assert secret_names(None) == []
+
+
+def test_redact_replaces_set_secret_values_at_any_depth():
+    info = {"api_key": "k-123", "admin_api_key": None, "model_path": "m", "port": 30000,
+            "nested": [{"ssl_keyfile_password": "pw", "ssl_keyfile": "/etc/k.pem"}], "hf_token": ""}
+    out = redact(info)
+    assert out == {"api_key": REDACTED, "admin_api_key": None, "model_path": "m", "port": 30000,
+                   "nested": [{"ssl_keyfile_password": REDACTED, "ssl_keyfile": "/etc/k.pem"}], "hf_token": ""}
+    assert info["api_key"] == "k-123"  # a copy
+
+
+def test_redact_text_on_sglangs_server_args_log_line():
+    """What SGLang 0.5.10.post1 logs at startup (engine.py: logger.info(f"{server_args=}"))."""
+    line = ("[2026-11-30 10:00:00] server_args=ServerArgs(model_path='m', host='0.0.0.0', "
+            "ssl_keyfile=None, ssl_keyfile_password='pw, with comma', api_key='sk-abc\\'d', "
+            "admin_api_key=None, max_total_tokens=None, bucket_time_to_first_token=None)")
+    out = redact_text(line)
+    assert "sk-abc" not in out and "pw, with comma" not in out
+    assert f"api_key='{REDACTED}'" in out and f"ssl_keyfile_password='{REDACTED}'" in out
+    assert "admin_api_key=None" in out and "model_path='m'" in out and "ssl_keyfile=None" in out
+
+
+@pytest.mark.parametrize("text,secret", [
+    ('{"api_key": "sk-json", "port": 30000}', "sk-json"),
+    ("launch --api-key sk-argv --port 30000", "sk-argv"),
+    ("launch --admin-api-key=sk-eq --port 30000", "sk-eq"),
+    ("HF_TOKEN=hf_env_value\nHF_HOME=/opt/sglang/hf", "hf_env_value"),
+    ('HF_TOKEN="hf quoted value"', "hf quoted value"),
+    ("api-key: sk-yaml", "sk-yaml"),
+])
+def test_redact_text_forms(text, secret):
+    out = redact_text(text)
+    assert secret not in out and REDACTED in out
+
+
+def test_redact_text_leaves_sglang_log_lines_alone():
+    lines = [
+        "Decode batch. #running-req: 12, #token: 5000, token usage: 0.88, cuda graph: False, "
+        "gen throughput (token/s): 2095.12, #queue-req: 0",
+        "KV Cache is allocated. #tokens: 495488, K size: 1.00 GB",
+        "max_total_num_tokens=495488, chunked_prefill_size=8192, max_prefill_tokens=16384",
+    ]
+    for line in lines:
+        assert redact_text(line) == line
+
+
+def test_redact_text_replaces_known_values_anywhere():
+    assert redact_text("Bearer sk-known-1 sent", values=["sk-known-1", "", None, "ab"]) == f"Bearer {REDACTED} sent"
+    assert redact_text(None) == ""
+
+
+@pytest.mark.parametrize("host,loopback", [
+    ("127.0.0.1", True), ("127.0.1.1", True), ("::1", True), ("[::1]", True), ("localhost", True),
+    ("0.0.0.0", False), ("::", False), ("10.0.0.5", False), ("myhost", False), ("", False), (None, False),
+])
+def test_is_loopback(host, loopback):
+    assert is_loopback(host) is loopback
