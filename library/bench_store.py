@@ -251,9 +251,19 @@ def threshold_of(params):
                    low=0, high=1)
 
 
+# Above this a concurrency is a typo, not a sweep: the client would open that many connections
+# and the plan would ask for 5 x as many prompts.
+MAX_CONCURRENCY = 65536
+
+
 def _validate(params):
     validate_plan(params.get("concurrencies"), params.get("num_prompts"), params.get("input_len"),
                   params.get("output_len"), params.get("context_len"))
+    too_many = [c for c in params["concurrencies"] if int(c) > MAX_CONCURRENCY]
+    if too_many:
+        raise ValueError(f"sglang_benchmark_concurrencies: {', '.join(map(str, too_many))} is above "
+                         f"{MAX_CONCURRENCY} requests in flight; sweep concurrencies the server can hold "
+                         "(its KV capacity in requests is the useful top, e.g. [256, 512, 1024, 2048])")
     _number(params.get("repeats"), "bench_repeats", low=0, integer=True)
     if params.get("timeout") is not None:
         _number(params["timeout"], "sglang_benchmark_timeout (seconds)", low=0, integer=True)

@@ -13,7 +13,18 @@ description:
   - Fails fast, with C(failure_kind) and a log tail, when the server process exits or restarts,
     or when the log shows a fatal error (CUDA OOM, not enough memory for the KV cache, NCCL,
     CUDA graph capture, port in use, a traceback).
+  - Readiness must belong to the unit's current invocation (or the given PID) - the process
+    listening on the port must be its main process or a descendant (module_utils/port_owner.py);
+    a stale or foreign server answering on the port fails with C(failure_kind=foreign_server),
+    naming the process.
+  - C(state=port) only checks, before a restart, that no process other than the unit's holds the
+    URL's port, and fails naming the port and the process when one does.
 options:
+  state:
+    description: C(ready) waits for readiness; C(port) only checks who holds the port.
+    type: str
+    choices: [ready, port]
+    default: ready
   url:
     description: Base URL of the server.
     type: str
@@ -87,7 +98,7 @@ max_running_requests:
   type: int
   returned: when logged
 failure_kind:
-  description: oom, not_enough_memory, nccl, cuda_graph, port_in_use, traceback, exited or timeout.
+  description: oom, not_enough_memory, nccl, cuda_graph, port_in_use, foreign_server, traceback, exited or timeout.
   type: str
   returned: on failure
 failure_line:
@@ -98,13 +109,19 @@ log_tail:
   description: The last lines of the server log.
   type: list
   returned: always
+holders:
+  description: The processes on the port that are not the unit's (state=port, or failure_kind=foreign_server).
+  type: list
+  returned: when found
 """
 
 import collections
 import os
 import time
+from urllib.parse import urlparse
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.port_owner import foreign_holders
 from ansible.module_utils.sglang_api import probe
 from ansible.module_utils.sglang_log import LogWatcher
 
@@ -126,7 +143,7 @@ class UnitWatch:
     def show(self):
         rc, out, err = self.module.run_command(
             ["systemctl", "show", self.unit, "--property",
-             "ActiveState,SubState,MainPID,NRestarts,InvocationID,Result,ExecMainStatus,"
+             "ActiveState,SubState,MainPID,NRestarts,InvocationID,Result,ExecMainStatus,LoadState,"
              "ExecMainStartTimestampMonotonic"])
         if rc != 0:
             self.module.fail_json(msg=f"systemctl show {self.unit} failed: {err.strip()}", ready=False)
@@ -160,6 +177,13 @@ class UnitWatch:
             ["journalctl", "--no-pager", "-o", "cat", f"_SYSTEMD_INVOCATION_ID={self.invocation}",
              "--grep", "KV Cache is allocated|max_total_num_tokens=|fired up and ready"])
         return out.splitlines() if rc == 0 and self.invocation else []
+
+    def main_pid(self):
+        """The main process of the invocation we watch (0 when it has none, or another one runs)."""
+        st = self.show()
+        if self.invocation and st.get("InvocationID", "") != self.invocation:
+            return 0
+        return int(st.get("MainPID") or 0)
 
     def startup_s(self):
         """Seconds since the unit's main process started (monotonic clock, like systemd's)."""
@@ -203,8 +227,22 @@ class FileWatch:
     def startup_lines(self):
         return self.new_lines()
 
+    def main_pid(self):
+        return self.pid
+
     def startup_s(self):
         return None
+
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0", "")
+
+
+def local_port(url):
+    """The URL's port when it names this host, else None (a remote server's listener is not ours to see)."""
+    parsed = urlparse(url)
+    if (parsed.hostname or "") not in LOCAL_HOSTS:
+        return None
+    return parsed.port or (443 if parsed.scheme == "https" else 80)
 
 
 def main():
@@ -220,16 +258,39 @@ def main():
             "request_timeout": {"type": "float", "default": 5},
             "api_key": {"type": "str", "no_log": True},
             "tail_lines": {"type": "int", "default": 40},
+            "state": {"type": "str", "default": "ready", "choices": ["ready", "port"]},
         },
         mutually_exclusive=[("unit", "pid")],
         supports_check_mode=True,
     )
     p = module.params
     url = p["url"].rstrip("/") + p["endpoint"]
+    for name in ("timeout", "interval"):
+        if p[name] <= 0:
+            module.fail_json(msg=f"sglang_server_health_{name} must be a positive number of seconds, got {p[name]}",
+                             ready=False)
+    port = local_port(url)
     if module.check_mode:
         module.exit_json(changed=False, ready=None, elapsed_s=0, log_tail=[], msg="check mode: not waited")
 
     watch = UnitWatch(module, p["unit"]) if p["unit"] and not p["log_path"] else FileWatch(p["log_path"], p["pid"])
+    owner = p["unit"] or (f"process {p['pid']}" if p["pid"] else None)
+
+    def foreign():
+        """The processes on the port that are not the watched invocation's ([] without a unit or PID)."""
+        if port is None or owner is None:
+            return []
+        return foreign_holders(port, watch.main_pid())
+
+    if p["state"] == "port":
+        held = foreign()
+        if held:
+            module.fail_json(
+                msg=f"port {port} is held by {', '.join(held)}, not by {owner}: a restart would fail on it "
+                    "(address already in use). Stop that process, or give the server another port "
+                    "(sglang_server_args.port). The server was not restarted.",
+                ready=False, failure_kind="port_held", holders=held, port=port)
+        module.exit_json(changed=False, ready=None, port=port, holders=[])
     watcher = LogWatcher()
     tail = collections.deque(maxlen=p["tail_lines"])
     start = time.monotonic()
@@ -257,15 +318,31 @@ def main():
     def read_log():
         take(watch.new_lines())
 
+    def fail_foreign(held):
+        read_log()
+        line = (f"the server answering on port {port} is {', '.join(held)}, not {owner}'s current "
+                "invocation")
+        module.fail_json(
+            msg=f"SGLang server failed during startup (foreign_server): {line}. Stop that process "
+                "(a stale server, or another service on the port) or give the server another port "
+                "(sglang_server_args.port), then restart.",
+            **result(ready=False, failure_kind="foreign_server", failure_line=line, holders=held))
+
     # A server that is already up answers at once: take its KV numbers from its startup lines
-    # instead of reading everything it logged since.
+    # instead of reading everything it logged since. Only the watched invocation's server counts.
     if probe(url, p["api_key"], p["request_timeout"]):
+        held = foreign()
+        if held:
+            fail_foreign(held)
         take(watch.startup_lines())
         module.exit_json(**result(ready=True, failure_kind=None, startup_s=watch.startup_s()))
 
     while True:
         read_log()
         if probe(url, p["api_key"], p["request_timeout"]):
+            held = foreign()
+            if held:
+                fail_foreign(held)
             read_log()
             module.exit_json(**result(ready=True, failure_kind=None, startup_s=watch.startup_s()))
         ended = watch.dead()

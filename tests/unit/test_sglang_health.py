@@ -83,3 +83,51 @@ def test_hang_times_out(capsys, standin):
     result, _ = wait_health(capsys, port, log, proc.pid, timeout=3)
     assert result["failed"] is True and result["failure_kind"] == "timeout"
     assert "raise sglang_server_health_timeout" in result["msg"]
+
+
+def run_health(capsys, **args):
+    with patch_module_args(args), pytest.raises(SystemExit):
+        sglang_health.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_server_of_another_process_is_not_readiness(capsys, standin):
+    """The stand-in answers on the port, but the PID watched is another process (a unit's new
+    invocation that never bound the port): the wait fails at once, naming the process that answers."""
+    proc, port, log = standin("--standin-startup-delay", "0.2")
+    wait_health(capsys, port, log, proc.pid)  # up
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        started = time.monotonic()
+        result = run_health(capsys, url=f"http://127.0.0.1:{port}", pid=other.pid, log_path=str(log),
+                            timeout=30, interval=0.2)
+        waited = time.monotonic() - started
+    finally:
+        other.kill()
+    assert result["failed"] is True and result["failure_kind"] == "foreign_server", result
+    assert f"pid {proc.pid} (" in result["failure_line"] and "sglang_standin.launch_server" in result["failure_line"]
+    assert f"not process {other.pid}'s current invocation" in result["failure_line"]
+    assert waited < 5
+
+
+def test_port_check_names_the_process_that_holds_the_port(capsys, standin):
+    proc, port, log = standin("--standin-startup-delay", "0.2")
+    wait_health(capsys, port, log, proc.pid)
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        result = run_health(capsys, state="port", url=f"http://127.0.0.1:{port}", pid=other.pid)
+    finally:
+        other.kill()
+    assert result["failed"] is True and result["failure_kind"] == "port_held"
+    assert f"port {port} is held by pid {proc.pid} (" in result["msg"] and "The server was not restarted" in result["msg"]
+    # The watched process itself may hold it (the running server before its own restart).
+    result = run_health(capsys, state="port", url=f"http://127.0.0.1:{port}", pid=proc.pid)
+    assert result.get("failed") is not True and result["holders"] == []
+
+
+@pytest.mark.parametrize(("name", "value"), [("interval", -1), ("interval", 0), ("timeout", 0)])
+def test_a_non_positive_timeout_or_interval_is_a_clean_failure(capsys, name, value):
+    args = {"url": "http://127.0.0.1:9", "pid": 1, "timeout": 5, "interval": 0.5, name: value}
+    result = run_health(capsys, **args)
+    assert result["failed"] is True
+    assert result["msg"] == f"sglang_server_health_{name} must be a positive number of seconds, got {float(value)}"
