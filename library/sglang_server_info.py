@@ -8,6 +8,9 @@ module: sglang_server_info
 short_description: Read version, KV capacity, running-request limit and server args from an SGLang server
 description:
   - GETs C(/server_info); servers older than 0.4.7 only have C(/get_server_info), tried next.
+  - SGLang returns every server arg there, C(api_key) and C(admin_api_key) included; the module
+    returns them (and any other field named like a secret) redacted, so no registered result,
+    debug output or result file holds them.
 options:
   url:
     description: Base URL of the server.
@@ -47,7 +50,7 @@ standin:
   type: bool
   returned: success
 server_args:
-  description: The server's arguments as it reports them.
+  description: The server's arguments as it reports them, secret values replaced by C(********).
   type: dict
   returned: success
 endpoint:
@@ -55,7 +58,7 @@ endpoint:
   type: str
   returned: success
 raw:
-  description: The whole response.
+  description: The whole response, secret values replaced by C(********).
   type: dict
   returned: success
 """

@@ -1,11 +1,16 @@
 """HTTP calls to an SGLang server (or the stand-in) shared by the modules: the health probe and
-/server_info with the fields every caller needs."""
+/server_info with the fields every caller needs.
+
+SGLang's /server_info returns every server arg, api_key and admin_api_key included
+(dataclasses.asdict(server_args)): server_info() returns it with their values redacted
+(module_utils/redact.py), so nothing a module returns, prints or stores holds them."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from ansible.module_utils.redact import redact
 from ansible.module_utils.urls import open_url
 
 SERVER_INFO_ENDPOINTS = ("/server_info", "/get_server_info")  # the second for servers < 0.4.7
@@ -30,7 +35,7 @@ def summarize(info: dict[str, Any]) -> dict[str, Any]:
     effective = states[0].get("effective_max_running_requests_per_dp")
     if effective is None:
         effective = info.get("max_running_requests")
-    server_args = {k: v for k, v in info.items() if k not in ("internal_states", "version")}
+    server_args = redact({k: v for k, v in info.items() if k not in ("internal_states", "version")})
     return {
         "version": info.get("version"),
         "max_total_num_tokens": info.get("max_total_num_tokens") or states[0].get("max_total_num_tokens"),
@@ -41,14 +46,14 @@ def summarize(info: dict[str, Any]) -> dict[str, Any]:
 
 
 def server_info(base_url: str, api_key: str | None = None, timeout: float = 10) -> tuple[str, Any]:
-    """(endpoint, raw response) from /server_info, else /get_server_info.
+    """(endpoint, response) from /server_info, else /get_server_info, secrets redacted.
     Raises RuntimeError naming every endpoint's error when none answers."""
     base = base_url.rstrip("/")
     errors = []
     for endpoint in SERVER_INFO_ENDPOINTS:
         try:
             response = open_url(base + endpoint, headers=_headers(api_key), timeout=timeout, validate_certs=False)
-            return endpoint, json.loads(response.read())
+            return endpoint, redact(json.loads(response.read()))
         except Exception as exc:  # 404 on old servers, connection errors: try the next, report all
             errors.append(f"{endpoint}: {exc}")
     raise RuntimeError(f"could not read server info from {base} ({'; '.join(errors)})")
