@@ -152,6 +152,12 @@ options:
     description: action=telemetry - C({file name - text}) written to the run's C(logs/).
     type: dict
     default: {}
+  window:
+    description:
+      - action=store - the point's C({start, end}) (epoch seconds, sglang_bench's C(started) and
+        C(finished)), kept in the record as C(started)/C(finished) so that a resumed sweep can
+        still summarise the point's GPU telemetry.
+    type: dict
 author:
   - sglang-playbooks
 """
@@ -199,6 +205,13 @@ points:
 done:
   description: Points recorded before this plan (plan).
   type: int
+  returned: action=plan
+resumed:
+  description:
+    - Per host (plan), what an interrupted sweep of the run left to collect - C(windows), the
+      points run whose GPU telemetry is not in the store yet, and C(log_since), the earliest
+      start (epoch seconds) of the profile's points already run, where its log excerpt starts.
+  type: dict
   returned: action=plan
 record:
   description: The record appended (store).
@@ -325,10 +338,29 @@ def action_plan(params):
             _merge_run_json(store, provenance)
     records = store.records()
     done = store.done_points()
-    points = {host: host_points(params, host, info, records, done)
-              for host, info in (params.get("hosts") or {}).items()}
+    hosts = params.get("hosts") or {}
+    points = {host: host_points(params, host, info, records, done) for host, info in hosts.items()}
     return {"run_id": store.run_id, "run_dir": store.path, "points": points, "done": len(done),
-            "changed": not params.get("dry_run")}
+            "resumed": resumed_windows(records, hosts), "changed": not params.get("dry_run")}
+
+
+def resumed_windows(records, hosts):
+    """Per host, what an interrupted sweep of this run left to collect: C(windows), the points run
+    whose GPU telemetry never came home (the sampler's file on the host still holds it), and
+    C(log_since), the earliest start of the profile's points already run (its log excerpt starts
+    there, not at the resumed sweep)."""
+    out = {}
+    for host, info in hosts.items():
+        profile = (info or {}).get("profile") or "default"
+        ran = [r for r in records if r.get("host") == host and r.get("started") is not None]
+        starts = [r["started"] for r in ran if r.get("profile") == profile]
+        out[host] = {
+            "windows": [{"host": host, "profile": r["profile"], "max_concurrency": r["max_concurrency"],
+                         "repeat": r["repeat"], "start": r["started"], "end": r.get("finished")}
+                        for r in ran if r.get("gpu") is None],
+            "log_since": int(min(starts)) if starts else None,
+        }
+    return out
 
 
 def _merge_run_json(store, provenance):
@@ -349,6 +381,10 @@ def action_store(params):
                "output_len": params["output_len"], "request_rate": params["request_rate"]}
     if params.get("record"):
         record = dict(params["record"])
+        window = params.get("window") or {}
+        if window.get("start") is not None:
+            # (the point's window: its telemetry is summarised when the sweep ends, or on resume)
+            record.update(started=float(window["start"]), finished=float(window.get("end") or window["start"]))
     elif params.get("skip_reason"):
         record = point_record("skipped", f"not run: the sweep stopped ({params['skip_reason']})",
                               labels, point, options)
@@ -419,6 +455,7 @@ def main():
             "raw": {"type": "dict", "default": {}},
             "windows": {"type": "list", "elements": "dict", "default": []},
             "logs": {"type": "dict", "default": {}},
+            "window": {"type": "dict"},
         },
         required_if=[("action", "plan", ("run_id", "concurrencies")),
                      ("action", "store", ("run_id", "point")),

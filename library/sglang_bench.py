@@ -3,10 +3,13 @@
 check of that command line against the client's own --help."""
 from __future__ import annotations
 
+import ctypes
+import hashlib
 import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -296,6 +299,97 @@ def check_client(params, runner=subprocess.run):
     return {"module": module, "client_version": version, "argv": argv, "cmd": shlex.join(argv)}
 
 
+# The running client's process id, one file per server URL, in a directory only this user
+# writes. A client left by an interrupted run (the controller killed mid-point) is stopped by the
+# next check or point against the same server, so it does not load the server under the next
+# measurement; a client also dies with the module process that started it.
+PID_DIR = "/run/sglang-bench"
+
+
+def pid_path(url):
+    folder = PID_DIR if os.geteuid() == 0 else os.path.join(os.path.expanduser("~"), ".cache", "sglang-bench")
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    return os.path.join(folder, "client-" + hashlib.sha1(str(url).encode("utf-8")).hexdigest()[:12] + ".pid")
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().split(b"\0")
+    except OSError:
+        return []
+
+
+def stop_leftover(path):
+    """Kill the client (its process group) that the pid file names, when that process is still a
+    benchmark client (its command line has --max-concurrency); returns its pid or None."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            pid = int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    killed = None
+    if b"--max-concurrency" in _cmdline(pid):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+            killed = pid
+        except (ProcessLookupError, PermissionError):
+            pass
+        for _ in range(50):
+            if not _cmdline(pid):
+                break
+            time.sleep(0.1)
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+    return killed
+
+
+def _die_with_parent():
+    """In the client (before exec): SIGKILL when the module process that started it dies."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def run_tracked(argv, pid_file, env=None, timeout=None, cwd=None):
+    """subprocess.run for the client: its own process group, its pid in pid_file while it runs,
+    killed with its group on a timeout or when this module is terminated."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
+                            start_new_session=True, preexec_fn=_die_with_parent)  # noqa: PLW1509 (one child, no threads)
+
+    def kill_group(*_):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def on_signal(signum, _frame):
+        kill_group()
+        raise SystemExit(128 + signum)
+
+    old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    with open(pid_file, "w", encoding="utf-8") as handle:
+        handle.write(f"{proc.pid}\n")
+    try:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group()
+            stdout, stderr = proc.communicate()
+            raise subprocess.TimeoutExpired(argv, timeout, output=stdout, stderr=stderr) from None
+        return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        try:
+            os.remove(pid_file)
+        except OSError:
+            pass
+
+
 def _client_env(params):
     env = dict(os.environ)
     env.pop("OPENAI_API_KEY", None)
@@ -335,8 +429,12 @@ def run_point(params, runner=subprocess.run, now=time.time):
         module_name = resolve_module(params, runner)[0]
         argv = build_argv(params["python"], module_name, client_options(params), output_file)
         started = now()
-        proc = runner(argv, capture_output=True, text=True, env=env,
-                      timeout=params.get("timeout") or 3600, check=False, cwd=workdir)
+        if runner is subprocess.run:
+            proc = run_tracked(argv, pid_path(params["url"]), env=env, timeout=params.get("timeout") or 3600,
+                               cwd=workdir)
+        else:
+            proc = runner(argv, capture_output=True, text=True, env=env,
+                          timeout=params.get("timeout") or 3600, check=False, cwd=workdir)
         stdout, stderr = proc.stdout or "", proc.stderr or ""
         if proc.returncode != 0:
             lines = [ln for ln in (stderr or stdout).splitlines() if ln.strip()]
@@ -414,6 +512,11 @@ def main():
         module.fail_json(msg=f"max_concurrency must be a positive integer, got {params['max_concurrency']}")
     if params["timeout"] < 1:
         module.fail_json(msg=f"sglang_benchmark_timeout must be a positive number of seconds, got {params['timeout']}")
+    # A client an interrupted run left against this server stops before anything else runs.
+    leftover = (stop_leftover(pid_path(params["url"]))
+                if params["action"] in ("run", "check") and params["url"] and not module.check_mode else None)
+    if leftover:
+        module.warn(f"stopped a benchmark client left by an interrupted run (pid {leftover}) against {params['url']}")
     try:
         if params["action"] == "argv":
             name = resolve_module(params)[0]

@@ -34,6 +34,9 @@ Optional keys (``OPTIONAL_KEYS``; absent unless a caller sets them):
     raw_path    str: where the raw client output of this point was saved
     server_args dict: the server arguments the point ran against
     standin     bool: the numbers come from the stand-in engine, not a GPU
+    started, finished
+                float: the point's window, epoch seconds on the client's host (the GPU
+                telemetry of the point is the sampler's lines within it)
 """
 from __future__ import annotations
 
@@ -58,7 +61,7 @@ RECORD_KEYS = (
     "concurrency",
 ) + LATENCY_KEYS
 
-OPTIONAL_KEYS = ("gpu", "error", "raw_path", "server_args", "standin")
+OPTIONAL_KEYS = ("gpu", "error", "raw_path", "server_args", "standin", "started", "finished")
 GPU_KEYS = ("index", "power_w_mean", "power_w_max", "util_pct_mean",
             "mem_used_mib_max", "sm_clock_mhz_mean")
 STATUSES = ("ok", "failed", "over_capacity", "skipped")

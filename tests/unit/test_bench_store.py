@@ -47,6 +47,7 @@ def ok_record(point, total):
     ({"plateau_threshold": "3%"}, "sglang_benchmark_plateau_threshold"),
     ({"plateau_threshold": 3}, "sglang_benchmark_plateau_threshold"),
     ({"results_dir": "/proc/nope"}, "bench_results_dir"),
+    ({"concurrencies": [256, 10**7]}, "sglang_benchmark_concurrencies: 10000000 is above 65536"),
 ])
 def test_validate_refuses_bad_input(tmp_path, change, fragment):
     params = {**VALIDATE, "results_dir": str(tmp_path), "run_id": "", **change}
@@ -160,3 +161,23 @@ def test_telemetry_is_appended_and_joined_into_the_records(tmp_path):
     assert (tmp_path / "r7" / "logs" / "h1-tuned.log").read_text() == "line\n"
     with pytest.raises(ResultStoreError):
         bench_store.action_telemetry({"results_dir": str(tmp_path), "run_id": "r7", "windows": [], "logs": {"..": "x"}})
+
+
+def test_a_resumed_plan_returns_what_the_interrupted_sweep_left_to_collect(tmp_path):
+    """Points run before the controller was killed keep their window; the resumed plan names the
+    ones whose telemetry never came home, and where the profile's log excerpt starts."""
+    bench_store.action_plan(plan_params(tmp_path, "r"))
+    points = bench_store.action_plan(plan_params(tmp_path, "r"))["points"]["h1"]
+    for point, start in zip(points[:2], (1000.5, 1100.0)):
+        bench_store.action_store(store_params(tmp_path, "r", point, ok_record(point, 1000.0 * start),
+                                              window={"start": start, "end": start + 50}))
+    RunStore(tmp_path, "r").append_telemetry([{"host": "h1", "profile": "tuned", "max_concurrency": 256,
+                                               "repeat": 0, "gpu": [{"index": 0}]}])
+    resumed = bench_store.action_plan(plan_params(tmp_path, "r"))["resumed"]["h1"]
+    assert resumed["log_since"] == 1000
+    assert resumed["windows"] == [{"host": "h1", "profile": "tuned", "max_concurrency": 512, "repeat": 0,
+                                   "start": 1100.0, "end": 1150.0}]
+    # Another profile of the run starts its excerpt at its own sweep.
+    other = bench_store.action_plan(plan_params(tmp_path, "r", hosts={"h1": {"max_total_num_tokens": REF_KV,
+                                                                             "profile": "baseline"}}))
+    assert other["resumed"]["h1"]["log_since"] is None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import gpu_telemetry
@@ -167,3 +169,36 @@ def test_telemetry_windows_of_a_sweep_in_one_call():
     assert got[0]["gpu"][0]["power_w_mean"] == 200.0 and got[1]["gpu"][0]["power_w_mean"] == 100.0
 
 
+
+
+def test_a_client_left_by_an_interrupted_run_is_stopped(tmp_path):
+    """The pid file names a client still running (a controller killed mid-point): the next check
+    or point kills its process group; a pid that is not a client is left alone."""
+    client = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--max-concurrency", "256"],
+                              start_new_session=True)
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        path = tmp_path / "client.pid"
+        path.write_text(f"{client.pid}\n")
+        assert sglang_bench.stop_leftover(str(path)) == client.pid
+        assert client.wait(5) == -9 and not path.exists()
+        path.write_text(f"{other.pid}\n")
+        assert sglang_bench.stop_leftover(str(path)) is None
+        assert other.poll() is None
+    finally:
+        for proc in (client, other):
+            proc.kill()
+            proc.wait()
+
+
+def test_run_tracked_records_the_pid_and_kills_the_group_at_the_timeout(tmp_path):
+    path = tmp_path / "client.pid"
+    code = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']);"
+            "print('started', flush=True); time.sleep(60)")
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired) as caught:
+        sglang_bench.run_tracked([sys.executable, "-c", code], str(path), timeout=2)
+    assert time.monotonic() - started < 10
+    assert "started" in caught.value.stdout and not path.exists()
+    done = sglang_bench.run_tracked([sys.executable, "-c", "print('ok')"], str(path), timeout=10)
+    assert done.returncode == 0 and done.stdout == "ok\n" and not path.exists()
