@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nvidia_smi import QUERY_ARGS, build_gpu_facts
+from ansible.module_utils.nvidia_smi import QUERY_ARGS, build_gpu_facts, cuda_lanes, min_driver_table
 
 DOCUMENTATION = r"""
 ---
@@ -15,6 +15,9 @@ description:
   - Runs C(nvidia-smi --query-gpu=... --format=csv), C(nvidia-smi), C(nvidia-smi topo -m)
     and C(nvidia-smi topo -p2p r), reads C(/proc/driver/nvidia/version) and returns
     C(ansible_facts.gpus).
+  - Checks the driver against the oldest driver each CUDA toolkit release needs (NVIDIA's
+    release notes; the table is C(MIN_DRIVER) in C(module_utils/nvidia_smi.py)) and returns
+    the result per release in C(gpus.cuda_lanes).
   - Each output can come from a saved file instead (C(query_csv_path), C(banner_path),
     C(topo_path), C(p2p_path)). When C(query_csv_path) is given nvidia-smi is never run;
     outputs without a path are then treated as absent, and the facts they feed stay empty.
@@ -45,6 +48,12 @@ options:
     description: Directory whose entries are InfiniBand devices.
     type: path
     default: /sys/class/infiniband
+  min_driver:
+    description:
+      - Rows added to (or replacing rows of) the built-in table of the oldest driver per CUDA
+        release, C("MAJOR.MINOR": "driver version"), e.g. for a release newer than the table.
+    type: dict
+    default: {}
 author:
   - sglang-playbooks
 """
@@ -69,6 +78,11 @@ EXAMPLES = r"""
 - name: Require eight GPUs
   ansible.builtin.assert:
     that: ansible_facts.gpus.count >= 8
+
+- name: Require a driver new enough for CUDA 12.8
+  ansible.builtin.assert:
+    that: ansible_facts.gpus.cuda_lanes['12.8'].supported
+    fail_msg: "CUDA 12.8 needs driver {{ ansible_facts.gpus.cuda_lanes['12.8'].min_driver }} or newer"
 """
 
 RETURN = r"""
@@ -87,6 +101,12 @@ ansible_facts:
           description: Highest CUDA version the driver supports (banner); null without a banner.
           type: str
           sample: "12.8"
+        cuda_lanes:
+          description: >-
+            Per CUDA release ("MAJOR.MINOR"), C(min_driver) (the oldest driver it needs) and
+            C(supported) (the driver is at least that; null when the driver version is unknown).
+          type: dict
+          sample: {"12.8": {"min_driver": "570.26", "supported": true}}
         devices:
           description: >-
             One dict per GPU: index, name, uuid, pci_bus_id, memory_total_mib, memory_used_mib,
@@ -172,10 +192,15 @@ def main():
             p2p_path=dict(type="path"),
             driver_version_path=dict(type="path", default="/proc/driver/nvidia/version"),
             infiniband_path=dict(type="path", default="/sys/class/infiniband"),
+            min_driver=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
     params = module.params
+    try:
+        min_driver_table(params["min_driver"])
+    except ValueError as exc:
+        module.fail_json(msg=f"min_driver (gpu_preflight_min_driver): {exc}")
     from_files = params["query_csv_path"] is not None
     smi = None if from_files else find_nvidia_smi(module, params["nvidia_smi"])
 
@@ -203,6 +228,7 @@ def main():
         module.fail_json(msg="nvidia-smi lists no GPUs: check that the GPUs are passed through "
                          "to this machine and the driver sees them (nvidia-smi -L)")
     facts["infiniband"] = has_infiniband(params["infiniband_path"])
+    facts["cuda_lanes"] = cuda_lanes(facts["driver_version"], params["min_driver"])
     module.exit_json(changed=False, ansible_facts={"gpus": facts})
 
 

@@ -13,12 +13,16 @@ Inputs handled:
 - ``/proc/driver/nvidia/version`` (parse_driver_proc_version)
 - a telemetry loop ``--query-gpu=index,power.draw,... --format=csv,noheader,nounits -l 1``
   (parse_telemetry_csv)
+
+It also holds the one table of the oldest driver each CUDA toolkit release needs
+(MIN_DRIVER) and the check of a driver against it (cuda_lanes): gpu_facts
+returns the result per CUDA lane, and the roles only read it.
 """
 from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 # The field list of the recorded H200 query (tests/fixtures/nvidia-smi/h200-1gpu/query.csv).
@@ -352,6 +356,65 @@ def architecture(compute_cap: Any) -> str | None:
     if major == 7:
         return "Turing" if minor == 5 else "Volta"
     return None
+
+
+# The oldest Linux x86_64 driver for each CUDA toolkit release: NVIDIA's CUDA Toolkit release
+# notes, table "CUDA Toolkit and Corresponding Driver Versions", the GA row of each release
+# (later updates of a release list newer drivers, e.g. 12.8 Update 1: 570.124.06).
+MIN_DRIVER: dict[str, str] = {
+    "12.0": "525.60.13",
+    "12.1": "530.30.02",
+    "12.2": "535.54.03",
+    "12.3": "545.23.06",
+    "12.4": "550.54.14",
+    "12.5": "555.42.02",
+    "12.6": "560.28.03",
+    "12.8": "570.26",
+    "12.9": "575.51.03",
+    "13.0": "580.65.06",
+    "13.1": "590.44.01",
+    "13.2": "595.45.04",
+}
+_LANE_RE = re.compile(r"^\d+\.\d+$")
+_DRIVER_RE = re.compile(r"^\d+(?:\.\d+)*$")
+
+
+def version_tuple(version: Any) -> tuple[int, ...]:
+    """"570.172.08" -> (570, 172, 8); trailing zeros dropped, so "580" == "580.0"."""
+    parts = [int(part) for part in str(version).strip().split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+def min_driver_table(extra: Mapping[Any, Any] | None = None) -> dict[str, str]:
+    """MIN_DRIVER with extra rows ("MAJOR.MINOR": "driver") added or replacing its rows.
+
+    Raises ValueError naming the bad row.
+    """
+    table = dict(MIN_DRIVER)
+    for lane, driver in (extra or {}).items():
+        lane_text, driver_text = str(lane).strip(), str(driver).strip()
+        if not _LANE_RE.match(lane_text) or not _DRIVER_RE.match(driver_text):
+            raise ValueError(f"row {lane!r}: {driver!r} is not a CUDA release and a driver version "
+                             '(e.g. "13.0": "580.65.06")')
+        table[lane_text] = driver_text
+    return table
+
+
+def cuda_lanes(driver_version: Any, extra: Mapping[Any, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Each CUDA release of the table -> {"min_driver": str, "supported": bool | None}.
+
+    supported is whether driver_version is at least min_driver; None when the driver
+    version is unknown or not a version.
+    """
+    driver = str(driver_version).strip() if driver_version else ""
+    known = bool(_DRIVER_RE.match(driver))
+    return {
+        lane: {"min_driver": minimum,
+               "supported": version_tuple(driver) >= version_tuple(minimum) if known else None}
+        for lane, minimum in sorted(min_driver_table(extra).items(), key=lambda row: version_tuple(row[0]))
+    }
 
 
 def build_gpu_facts(query_text: str | None, banner_text: str | None = None, topo_text: str | None = None,

@@ -36,6 +36,15 @@ CASES = {
     "cuda13_sglang_on_cuda12": (
         {"sglang_engine": "sglang", "sglang_version": "0.5.23", "cuda_toolkit_version": "12.8"},
         "needs a CUDA 13.0 lane and driver >= 580.65.06"),
+    "driver_too_old_for_cuda_13": (
+        {"cuda_toolkit_version": "13.0"},
+        "runs NVIDIA driver 570.172.08, but CUDA 13.0 needs 580.65.06 or newer (gpu_preflight_cuda_lane"),
+    "cuda_lane_not_in_driver_table": (
+        {"cuda_toolkit_version": "13.9"},
+        "the CUDA lane is '13.9' (gpu_preflight_cuda_lane, from cuda_toolkit_version), which the minimum-driver"),
+    "min_driver_row_not_a_version": (
+        {"gpu_preflight_min_driver": {"13.3": "soon"}},
+        "min_driver (gpu_preflight_min_driver): row '13.3': 'soon' is not a CUDA release and a driver version"),
     "port_out_of_range": (
         {"sglang_server_args": args(port=70000)},
         "port 70000 is out of range: use 1-65535"),

@@ -120,6 +120,19 @@ def test_module_on_saved_outputs_of_the_reference_vm(capsys, tmp_path):
     assert gpus["open_kernel_module"] is True
     assert gpus["infiniband"] is False
     assert gpus["devices"][7]["power_limit_w"] == 600.0
+    assert gpus["cuda_lanes"]["12.8"] == {"min_driver": "570.26", "supported": True}
+    assert gpus["cuda_lanes"]["13.0"] == {"min_driver": "580.65.06", "supported": False}
+
+
+def test_module_min_driver_rows_extend_the_table(capsys):
+    result = run_module(capsys, **file_args("rtxpro6000-8gpu-vm", min_driver={"13.3": "610.43.02"}))
+    assert result["ansible_facts"]["gpus"]["cuda_lanes"]["13.3"] == {"min_driver": "610.43.02", "supported": False}
+
+
+def test_module_bad_min_driver_row_fails_before_reading_the_gpus(capsys):
+    result = run_module(capsys, nvidia_smi="/nonexistent/nvidia-smi", min_driver={"13.3": "soon"})
+    assert result["failed"] is True
+    assert result["msg"].startswith("min_driver (gpu_preflight_min_driver): row '13.3': 'soon' is not")
 
 
 def test_module_only_query_csv_leaves_the_rest_empty(capsys):

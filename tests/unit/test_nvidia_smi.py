@@ -4,8 +4,11 @@ from pathlib import Path
 import pytest
 from ansible.module_utils.nvidia_smi import (
     QUERY_FIELDS,
+    MIN_DRIVER,
     architecture,
     build_gpu_facts,
+    cuda_lanes,
+    min_driver_table,
     parse_driver_proc_version,
     parse_p2p_matrix,
     parse_query_csv,
@@ -14,6 +17,7 @@ from ansible.module_utils.nvidia_smi import (
     parse_topo_matrix,
     query_argv,
     telemetry_argv,
+    version_tuple,
 )
 
 SMI = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia-smi"
@@ -230,6 +234,60 @@ def test_p2p_with_one_bad_pair_is_unavailable():
     ("8.6", "Ampere"), ("8.9", "Ada"), ("7.5", "Turing"), (None, None), ("x", None)])
 def test_architecture(cap, name):
     assert architecture(cap) == name
+
+
+def test_min_driver_table_is_nvidias_ga_rows():
+    # NVIDIA's release notes, "CUDA Toolkit and Corresponding Driver Versions", Linux x86_64 GA
+    assert MIN_DRIVER["12.8"] == "570.26"
+    assert MIN_DRIVER["12.9"] == "575.51.03"
+    assert MIN_DRIVER["13.0"] == "580.65.06"
+    assert MIN_DRIVER["13.1"] == "590.44.01"
+    assert MIN_DRIVER["13.2"] == "595.45.04"
+    # a newer release never needs an older driver
+    lanes = sorted(MIN_DRIVER, key=version_tuple)
+    drivers = [version_tuple(MIN_DRIVER[lane]) for lane in lanes]
+    assert drivers == sorted(drivers)
+
+
+def test_version_tuple_compares_numerically():
+    assert version_tuple("570.172.08") > version_tuple("570.26")
+    assert version_tuple("580") == version_tuple("580.0.0") < version_tuple("580.65.06")
+    assert version_tuple("575.51.03") > version_tuple("575.51")
+
+
+@pytest.mark.parametrize("machine, supported, unsupported", [
+    ("rtxpro6000-8gpu-vm", ["12.8"], ["12.9", "13.0"]),   # 570.172.08
+    ("rtxa6000-2gpu-r535", ["12.2"], ["12.3", "12.8"]),   # 535.183.01
+    ("rtx5090-2gpu", ["12.9"], ["13.0"]),                 # 575.57.08
+    ("h200-1gpu", ["13.0"], ["13.1"]),                    # 580.159.04
+])
+def test_cuda_lanes_of_the_recorded_drivers(machine, supported, unsupported):
+    driver = parse_query_csv(read(machine, "query.csv"))[0]["driver_version"]
+    lanes = cuda_lanes(driver)
+    assert set(lanes) == set(MIN_DRIVER)
+    assert all(lanes[lane]["supported"] is True for lane in supported)
+    assert all(lanes[lane]["supported"] is False for lane in unsupported)
+    assert lanes["12.8"]["min_driver"] == "570.26"
+
+
+def test_cuda_lanes_at_the_exact_minimum_and_unknown_driver():
+    assert cuda_lanes("570.26")["12.8"]["supported"] is True
+    assert cuda_lanes("570.25.99")["12.8"]["supported"] is False
+    assert cuda_lanes(None)["12.8"] == {"min_driver": "570.26", "supported": None}
+    assert cuda_lanes("garbage")["13.0"]["supported"] is None
+
+
+def test_extra_rows_add_and_replace():
+    lanes = cuda_lanes("600.10", {"13.3": "610.43.02", 12.8: "570.124.06"})
+    assert lanes["13.3"] == {"min_driver": "610.43.02", "supported": False}
+    assert lanes["12.8"]["min_driver"] == "570.124.06"
+    assert list(lanes)[-1] == "13.3"
+
+
+@pytest.mark.parametrize("extra", [{"13": "610"}, {"13.3": "latest"}, {"cu133": "610.43.02"}])
+def test_extra_rows_bad_input_names_the_row(extra):
+    with pytest.raises(ValueError, match="is not a CUDA release and a driver version"):
+        min_driver_table(extra)
 
 
 def test_telemetry_single_gpu_loop():
