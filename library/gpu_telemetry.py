@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -23,7 +24,12 @@ description:
   - C(state=window) returns the per-GPU mean/max of the samples taken between C(start) and
     C(end) (epoch seconds, e.g. the C(started)/C(finished) of sglang_bench), in the record's
     C(gpu) layout. The sampler keeps running.
-  - C(state=stopped) stops the sampler (by its recorded process id) and removes its files.
+  - C(state=stopped) stops the sampler (by its recorded process id) and removes its files. The
+    process is signalled only when its command line is this module's sampler writing C(path):
+    a stale or planted process id kills nothing.
+  - C(path)'s directory must belong to the user the module runs as and be writable by no one
+    else (root runs it: a world-writable C(/tmp) would let any user plant the process id that
+    root signals, or a link that root appends to). A missing directory is created with mode 0700.
   - C(windows) (with C(state=window) or C(state=stopped)) summarises many windows in one call,
     e.g. every point of a sweep when the sampler stops, so a sweep needs no per-point task on
     the server host; each window comes back with its other keys and a C(gpu) list.
@@ -38,7 +44,7 @@ options:
   path:
     description: Sample file on the host; its process id is kept in C(path).pid.
     type: path
-    default: /tmp/sglang-gpu-telemetry.csv
+    default: /run/sglang-playbooks/gpu-telemetry.csv
   nvidia_smi:
     description: The nvidia-smi command.
     type: str
@@ -161,6 +167,24 @@ def window(text, start, end):
     return to_record_gpu(parse_telemetry_csv("\n".join(lines)))
 
 
+def check_dir(path):
+    """None when path's directory is safe for root's sampler files (created 0700 when missing),
+    else why not."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        info = os.lstat(folder)
+    except OSError as exc:
+        return f"cannot create {folder}: {exc}"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{folder} is not a directory"
+    if info.st_uid != os.geteuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return (f"{folder} is writable by users other than the one running the sampler (owner uid "
+                f"{info.st_uid}, mode {stat.S_IMODE(info.st_mode):04o}): give path "
+                "(sglang_benchmark_telemetry_path) a directory of its own, e.g. /run/sglang-playbooks")
+    return None
+
+
 def _pid(path):
     try:
         with open(path + ".pid", encoding="utf-8") as handle:
@@ -169,10 +193,21 @@ def _pid(path):
         return None
 
 
+def is_sampler(pid, path):
+    """True when pid is this module's sampler for path, leading its own process group."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            argv = handle.read().split(b"\0")
+        leads_group = os.getpgid(pid) == pid
+    except (OSError, ValueError):
+        return False
+    return leads_group and argv[1:4] == [b"-c", SAMPLER.encode(), os.fsencode(path)]
+
+
 def _stop(path):
     pid = _pid(path)
     stopped = False
-    if pid:
+    if pid and is_sampler(pid, path):
         try:
             os.killpg(pid, signal.SIGTERM)
             stopped = True
@@ -188,7 +223,7 @@ def main():
     module = AnsibleModule(
         argument_spec={
             "state": {"type": "str", "default": "window", "choices": ["started", "window", "stopped"]},
-            "path": {"type": "path", "default": "/tmp/sglang-gpu-telemetry.csv"},
+            "path": {"type": "path", "default": "/run/sglang-playbooks/gpu-telemetry.csv"},
             "nvidia_smi": {"type": "str", "default": "nvidia-smi"},
             "interval_ms": {"type": "int", "default": 1000},
             "start": {"type": "float"},
@@ -213,6 +248,9 @@ def main():
                          msg=f"{p['nvidia_smi']} not found: no GPU telemetry")
     if module.check_mode:
         module.exit_json(changed=True, available=True)
+    problem = check_dir(p["path"])
+    if problem:
+        module.fail_json(msg=f"gpu_telemetry: {problem}")
     _stop(p["path"])
     proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
         [sys.executable, "-c", SAMPLER, p["path"], *telemetry_argv(smi, p["interval_ms"])],

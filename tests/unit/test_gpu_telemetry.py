@@ -1,0 +1,57 @@
+"""gpu_telemetry's sampler files: a directory only its user writes, and only its own sampler killed."""
+import os
+import subprocess
+import sys
+import time
+
+import gpu_telemetry
+
+
+def test_world_writable_directory_is_refused(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    problem = gpu_telemetry.check_dir(str(shared / "gpu.csv"))
+    assert problem and "writable by users other than" in problem and "sglang_benchmark_telemetry_path" in problem
+    assert gpu_telemetry.check_dir("/tmp/sglang-gpu-telemetry.csv") is not None  # the old default
+
+
+def test_missing_directory_is_created_private(tmp_path):
+    path = tmp_path / "run" / "sglang-playbooks" / "gpu.csv"
+    assert gpu_telemetry.check_dir(str(path)) is None
+    assert (path.parent.stat().st_mode & 0o777) == 0o700
+
+
+def _spawn(argv):
+    return subprocess.Popen(argv, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def test_stop_kills_only_its_own_sampler(tmp_path):
+    path = str(tmp_path / "gpu.csv")
+    # A process id in the pid file that is not the sampler (stale, or planted): left alone.
+    other = _spawn([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / "gpu.csv.pid").write_text(str(other.pid))
+        assert gpu_telemetry.is_sampler(other.pid, path) is False
+        assert gpu_telemetry._stop(path) is False
+        time.sleep(0.1)
+        assert other.poll() is None, "a process that is not the sampler was killed"
+    finally:
+        other.kill()
+        other.wait()
+    # The sampler itself (as the module starts it): stopped.
+    sampler = _spawn([sys.executable, "-c", gpu_telemetry.SAMPLER, path, sys.executable, "-c",
+                      "import time; time.sleep(60)"])
+    try:
+        (tmp_path / "gpu.csv.pid").write_text(str(sampler.pid))
+        deadline = time.monotonic() + 10
+        while not gpu_telemetry.is_sampler(sampler.pid, path) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert gpu_telemetry.is_sampler(sampler.pid, path)
+        assert gpu_telemetry.is_sampler(sampler.pid, path + ".other") is False
+        assert gpu_telemetry._stop(path) is True
+        assert sampler.wait(timeout=10) is not None
+        assert not os.path.exists(path + ".pid")
+    finally:
+        if sampler.poll() is None:
+            sampler.kill()
