@@ -93,3 +93,43 @@ def is_loopback(host: Any) -> bool:
         return ipaddress.ip_address(text).is_loopback
     except ValueError:
         return False
+
+
+def server_problems(arg_names: dict | None = None, env_names: dict | None = None, host: Any = None,
+                    api_key_set: bool = False, allow_unauthenticated: bool = False) -> list[str]:
+    """What is wrong with a server's settings, one message per problem, each naming the variable
+    and the fix; [] when nothing is.
+
+    arg_names: {variable: [server arg names]} (sglang_server_args, each profile): a secret there
+    would reach the server's command line, the launch script and the results; it belongs in
+    sglang_server_api_key or sglang_server_secret_args (a file only the server reads).
+    env_names: {variable: [environment names]}: values that are written into the launch script or
+    onto a command line; a secret belongs in sglang_server_secrets (the 0600 env file).
+    host: the address the server binds (SGLang's default: 127.0.0.1); a non-loopback one needs
+    an API key unless allow_unauthenticated."""
+    problems = []
+    for variable, names in sorted((arg_names or {}).items()):
+        found = secret_names(names)
+        if not found:
+            continue
+        keys = [n for n in found if "_".join(_words(n)) == "api_key"]
+        others = [n for n in found if n not in keys]
+        if keys:
+            problems.append(f"{variable} sets {', '.join(keys)}: a secret on the server's command line is "
+                            "readable by every local user; set sglang_server_api_key (vault it) instead")
+        if others:
+            problems.append(f"{variable} sets {', '.join(others)}, which look{'s' if len(others) == 1 else ''} "
+                            "secret: move them to sglang_server_secret_args (vault it), which the server "
+                            "reads from a file only it can read, never from its command line")
+    for variable, names in sorted((env_names or {}).items()):
+        found = secret_names(names)
+        if found:
+            problems.append(f"{variable} sets {', '.join(found)}, which look{'s' if len(found) == 1 else ''} "
+                            "secret: its values land in a script or on a command line; put secrets in "
+                            "sglang_server_secrets (the 0600 env file; the HF token: sglang_hf_token)")
+    bind = "127.0.0.1" if host in (None, "") else host
+    if not is_loopback(bind) and not api_key_set and not allow_unauthenticated:
+        problems.append(f"the server binds {bind} (sglang_server_args.host) without an API key: anyone who "
+                        "reaches that address can use it. Set sglang_server_api_key (vault it), bind "
+                        "127.0.0.1, or set sglang_server_allow_unauthenticated: true to allow it")
+    return problems

@@ -1,11 +1,15 @@
 """module_utils.redact: which names hold secrets, and their values kept out of data and text."""
-from pathlib import Path
 
 import pytest
-from ansible.module_utils.redact import (REDACTED, is_loopback, is_secret_name, redact, redact_text,
-                                         secret_names)
-
-REAL_ARGS = Path(__file__).resolve().parents[1] / "fixtures" / "sglang-logs"
+from ansible.module_utils.redact import (
+    REDACTED,
+    is_loopback,
+    is_secret_name,
+    redact,
+    redact_text,
+    secret_names,
+    server_problems,
+)
 
 
 @pytest.mark.parametrize("name", [
@@ -88,3 +92,34 @@ def test_redact_text_replaces_known_values_anywhere():
 ])
 def test_is_loopback(host, loopback):
     assert is_loopback(host) is loopback
+
+
+def test_server_problems_none_for_a_sound_setup():
+    assert server_problems({"sglang_server_args": ["model-path", "host", "port", "max-total-tokens"]},
+                           {"sglang_server_env": ["NCCL_IB_DISABLE", "HF_HOME"]}, "0.0.0.0", True) == []
+    assert server_problems(host=None) == [] and server_problems(host="127.0.0.1") == []
+
+
+def test_server_problems_name_the_variable_and_the_fix():
+    problems = server_problems(
+        {"sglang_server_args": ["model-path", "api-key"],
+         "sglang_server_profiles.tuned": ["admin-api-key", "ssl-keyfile-password", "ssl-keyfile"]},
+        {"sglang_model_download_env": ["HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT"]}, "127.0.0.1", False)
+    assert len(problems) == 3
+    assert "sglang_server_args sets api-key" in problems[0] and "sglang_server_api_key" in problems[0]
+    assert "sglang_server_profiles.tuned sets admin-api-key, ssl-keyfile-password," in problems[1]
+    assert "sglang_server_secret_args" in problems[1] and "ssl-keyfile," not in problems[1]
+    assert "sglang_model_download_env sets HUGGING_FACE_HUB_TOKEN," in problems[2]
+    assert "sglang_server_secrets" in problems[2]
+
+
+@pytest.mark.parametrize("host,key,allow,refused", [
+    ("0.0.0.0", False, False, True), ("10.1.2.3", False, False, True), ("::", False, False, True),
+    ("0.0.0.0", True, False, False), ("0.0.0.0", False, True, False), ("127.0.0.1", False, False, False),
+    ("localhost", False, False, False), (None, False, False, False),
+])
+def test_wide_bind_without_a_key_is_refused_unless_allowed(host, key, allow, refused):
+    problems = server_problems(host=host, api_key_set=key, allow_unauthenticated=allow)
+    assert bool(problems) is refused
+    if refused:
+        assert "sglang_server_api_key" in problems[0] and "sglang_server_allow_unauthenticated" in problems[0]
