@@ -12,7 +12,8 @@ A run directory holds:
     report.md, results.json, results.csv, *.png, best-profile.yml
                    (written by bench_report through write_file())
 
-RunStore is the only writer of a run directory.
+RunStore is the only writer of a run directory. What it writes has secret-named values
+redacted (module_utils/redact.py): run.json, the records and the log excerpts.
 
 run.json (provenance) is a dict; bench_report reads these keys when present:
     run_id, created (UTC ISO time), git_commit, standin (bool),
@@ -38,6 +39,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ansible.module_utils.atomic_file import atomic_write
+from ansible.module_utils.redact import redact, redact_text
 from ansible.module_utils.bench_results import dumps_strict, normalize_record
 from ansible.module_utils.sweep import plan_signature
 
@@ -115,7 +117,7 @@ class RunStore:
         ResultStoreError naming bench_run_id. replace: rewrite it (the same plan with more
         hosts or profiles, as bench_store merges them).
         """
-        provenance = dict(provenance)
+        provenance = redact(dict(provenance))  # (secret-named values never reach a result file)
         provenance.setdefault("run_id", self.run_id)
         provenance["plan_signature"] = plan_signature(provenance.get("plan") or {})
         existing = self.read_run_json()
@@ -165,7 +167,7 @@ class RunStore:
 
     def append_record(self, record: dict[str, Any]) -> dict[str, Any]:
         """Append one record as a strict JSON line, flushed and fsynced; returns it."""
-        record = normalize_record(record)
+        record = redact(normalize_record(record))
         if record["run_id"] is None:
             record["run_id"] = self.run_id
         record.pop("gpu", None)  # telemetry lives in telemetry.jsonl
@@ -225,7 +227,8 @@ class RunStore:
         folder = os.path.join(self.path, "logs")
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, safe)
-        atomic_write(path, (text or "").rstrip("\n") + "\n")
+        # (SGLang logs its server_args, api_key included, at startup)
+        atomic_write(path, redact_text(text).rstrip("\n") + "\n")
         return path
 
     def write_file(self, name: str, data: str | bytes, dry: bool = False) -> bool:
