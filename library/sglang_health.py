@@ -122,6 +122,7 @@ from urllib.parse import urlparse
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.port_owner import foreign_holders
+from ansible.module_utils.redact import redact_text
 from ansible.module_utils.sglang_api import probe
 from ansible.module_utils.sglang_log import LogWatcher
 
@@ -312,7 +313,7 @@ def main():
 
     def take(lines):
         for line in lines:
-            tail.append(line)
+            tail.append(redact_text(line))  # (SGLang logs its server_args, api_key included)
             watcher.feed(line)
 
     def read_log():
