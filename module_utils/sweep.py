@@ -1,6 +1,7 @@
 """The sweep core: every decision a benchmark sweep makes, each in one place.
 
-- the KV capacity arithmetic (capacity);
+- the KV capacity arithmetic (capacity), and the server args as they run with
+  max-running-requests: auto resolved from it (resolve_server_args);
 - the plan (plan_points: which concurrencies run, which are over capacity);
 - the median over repeats (median) and the plateau stop (plateau, sweep_state);
 - the peak of a profile and the best profile of a run (pick_best).
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 DEFAULT_PROMPTS_FACTOR = 5  # SGLang's guidance: num_prompts >= 5 x concurrency
@@ -47,6 +48,42 @@ def capacity(max_total_num_tokens: Any, input_len: Any, output_len: Any) -> int:
         raise ValueError("input_len and output_len must be positive integers, "
                          f"got {input_len!r} and {output_len!r}")
     return tokens // (inp + out)
+
+
+def resolve_server_args(args: Mapping[str, Any] | None, kv_tokens: Any, request_tokens: Any) -> dict[str, Any]:
+    """The server args as the launch script runs them, and the KV capacity in requests.
+
+    args: the profile over sglang_server_args. kv_tokens: the server's max_total_num_tokens,
+    None until a start has reported it. request_tokens: sglang_server_auto_request_tokens.
+
+    - capacity: kv_tokens // request_tokens, None while kv_tokens is unknown;
+    - max-running-requests: auto becomes that capacity, or is left out until it is known
+      (the first start runs without it: auto_pending);
+    - a False or None value is left out (a flag not passed).
+    Raises ValueError naming the variable to fix.
+    """
+    if args is None:
+        args = {}
+    if not isinstance(args, Mapping):
+        raise ValueError(f"sglang_server_args (with the profile over it) must be a dict, got {args!r}")
+    request = _positive_int(request_tokens)
+    if request is None:
+        raise ValueError(f"sglang_server_auto_request_tokens must be a positive integer, got {request_tokens!r}")
+    tokens = _positive_int(kv_tokens)
+    kv_capacity = None if tokens is None else tokens // request
+    auto = isinstance(args.get("max-running-requests"), str) and args["max-running-requests"].strip() == "auto"
+    if auto and kv_capacity == 0:
+        raise ValueError(f"max-running-requests: auto: a KV cache of {tokens} tokens holds no request of "
+                         f"{request} tokens; lower sglang_server_auto_request_tokens or set a number")
+    resolved = {}
+    for key, value in args.items():
+        if key == "max-running-requests" and auto:
+            value = kv_capacity
+        if value is None or value is False:
+            continue
+        resolved[key] = value
+    return {"args": resolved, "capacity": kv_capacity, "auto": auto,
+            "auto_pending": auto and kv_capacity is None}
 
 
 def validate_plan(concurrencies: Any, num_prompts: Any = None, input_len: Any = None,

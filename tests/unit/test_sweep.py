@@ -16,6 +16,51 @@ def test_capacity_floors_and_refuses_nonsense():
         sweep.capacity(495488, 128, -1)
 
 
+REFERENCE_ARGS = {"model-path": "lukealonso/GLM-5-NVFP4", "tp-size": 8, "mem-fraction-static": 0.92,
+                  "disable-cuda-graph": True, "enable-metrics": False, "log-level": None,
+                  "max-running-requests": "auto", "num-continuous-decode-steps": 8}
+
+
+def test_auto_resolves_to_the_kv_capacity_in_requests():
+    # 495,488 KV tokens of the reference VM / 256 tokens a request = 1,935 requests
+    result = sweep.resolve_server_args(REFERENCE_ARGS, 495488, 256)
+    assert result["args"] == {"model-path": "lukealonso/GLM-5-NVFP4", "tp-size": 8, "mem-fraction-static": 0.92,
+                              "disable-cuda-graph": True, "max-running-requests": 1935,
+                              "num-continuous-decode-steps": 8}
+    assert list(result["args"]) == ["model-path", "tp-size", "mem-fraction-static", "disable-cuda-graph",
+                                    "max-running-requests", "num-continuous-decode-steps"]
+    assert result["capacity"] == 1935 and result["auto"] is True and result["auto_pending"] is False
+    assert sweep.resolve_server_args(REFERENCE_ARGS, "495488", "512")["args"]["max-running-requests"] == 967
+
+
+@pytest.mark.parametrize("kv_tokens", [None, "", 0, "None"])
+def test_auto_is_left_out_until_the_capacity_is_known(kv_tokens):
+    result = sweep.resolve_server_args(REFERENCE_ARGS, kv_tokens, 256)
+    assert "max-running-requests" not in result["args"]
+    assert result["args"]["num-continuous-decode-steps"] == 8
+    assert result["capacity"] is None and result["auto_pending"] is True
+
+
+def test_a_number_stays_and_the_capacity_is_still_reported():
+    args = {**REFERENCE_ARGS, "max-running-requests": 2048}
+    result = sweep.resolve_server_args(args, 495488, 256)
+    assert result["args"]["max-running-requests"] == 2048
+    assert result["capacity"] == 1935 and result["auto"] is False and result["auto_pending"] is False
+    assert sweep.resolve_server_args({}, None, 256) == {"args": {}, "capacity": None, "auto": False,
+                                                        "auto_pending": False}
+    # 0 is a value, not a dropped flag
+    assert sweep.resolve_server_args({"cuda-graph-max-bs": 0}, None, 256)["args"] == {"cuda-graph-max-bs": 0}
+
+
+def test_resolve_refuses_bad_input_naming_the_variable():
+    with pytest.raises(ValueError, match="sglang_server_auto_request_tokens must be a positive integer, got 0"):
+        sweep.resolve_server_args(REFERENCE_ARGS, 495488, 0)
+    with pytest.raises(ValueError, match="sglang_server_args .* must be a dict"):
+        sweep.resolve_server_args(["tp-size", 8], 495488, 256)
+    with pytest.raises(ValueError, match="holds no request of 256 tokens; lower sglang_server_auto_request_tokens"):
+        sweep.resolve_server_args(REFERENCE_ARGS, 200, 256)
+
+
 def test_plan_finds_the_wall_of_the_reference_vm():
     # 495,488 KV tokens / (128 + 128) = 1,935 requests: the capacity itself and 2048 run.
     points = sweep.plan_points([256, 512, 1024, 2048], 1935)

@@ -1,0 +1,90 @@
+#!/usr/bin/python
+"""Ansible module sglang_server_args: the server args as they run, auto resolved from the KV capacity."""
+from __future__ import annotations
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sweep import resolve_server_args
+
+DOCUMENTATION = r"""
+---
+module: sglang_server_args
+short_description: Resolve the SGLang server args as the launch script runs them
+description:
+  - Turns the server args (the profile over C(sglang_server_args)) into the args the launch
+    script runs with, and the KV capacity in requests.
+  - C(max-running-requests: auto) becomes the KV capacity in requests of C(request_tokens)
+    tokens (C(kv_tokens // request_tokens)) once C(kv_tokens) is known, and is left out until
+    then (C(auto_pending)): the first start runs without it. A C(false) or null value is left
+    out (a flag not passed).
+  - The rule lives in C(resolve_server_args) of C(module_utils/sweep.py). Runs anywhere,
+    changes nothing; check mode gives the same result.
+options:
+  args:
+    description: The server args, C(flag: value) without the leading dashes.
+    type: dict
+    default: {}
+  kv_tokens:
+    description: The server's C(max_total_num_tokens); null or empty while unknown.
+    type: raw
+  request_tokens:
+    description: Tokens a request holds (input + output), C(sglang_server_auto_request_tokens).
+    type: raw
+    required: true
+author:
+  - sglang-playbooks
+"""
+
+EXAMPLES = r"""
+- name: Resolve the effective server args
+  sglang_server_args:
+    args: "{{ sglang_server_args | combine(sglang_server_profiles['auto']) }}"
+    kv_tokens: "{{ sglang_server_kv_tokens | default(none) }}"
+    request_tokens: "{{ sglang_server_auto_request_tokens }}"
+  register: server_args
+
+- name: Show the resolved limit
+  ansible.builtin.debug:
+    msg: "max-running-requests {{ server_args.args['max-running-requests'] | default('(left out until the KV capacity is known)') }}"
+"""
+
+RETURN = r"""
+args:
+  description: The args the launch script runs with (auto resolved or left out; false and null left out).
+  returned: success
+  type: dict
+  sample: {"model-path": "lukealonso/GLM-5-NVFP4", "tp-size": 8, "max-running-requests": 1935}
+capacity:
+  description: The KV capacity in requests (C(kv_tokens // request_tokens)); null while kv_tokens is unknown.
+  returned: success
+  type: int
+  sample: 1935
+auto:
+  description: max-running-requests is C(auto).
+  returned: success
+  type: bool
+auto_pending:
+  description: max-running-requests is C(auto) and the KV capacity is not known yet (left out of C(args)).
+  returned: success
+  type: bool
+"""
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "args": {"type": "dict", "default": {}},
+            "kv_tokens": {"type": "raw"},
+            "request_tokens": {"type": "raw", "required": True},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        result = resolve_server_args(p["args"], p["kv_tokens"], p["request_tokens"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()
