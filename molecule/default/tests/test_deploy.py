@@ -31,8 +31,10 @@ EXPECTED_ARGS = [
     "  --disable-radix-cache \\",
     "  --max-running-requests 1024 \\",
     "  --num-continuous-decode-steps 4 \\",
-    '  --api-key "${SGLANG_API_KEY}"',
+    "  --config /etc/sglang/secret-args.yaml",
 ]
+API_KEY = "molecule-test-key-0123"
+
 
 
 def test_script_has_the_exact_env_and_flags(host):
@@ -42,7 +44,7 @@ def test_script_has_the_exact_env_and_flags(host):
     assert [line for line in lines if line.startswith("export ")] == EXPECTED_ENV
     start = lines.index(EXPECTED_ARGS[0])
     rendered = lines[start:start + len(EXPECTED_ARGS)]
-    # The exec line first, the API key from the env file last, one flag per line in between
+    # The exec line first, the secret args file (the API key) last, one flag per line in between
     # (in the order of the args dict, which molecule's inventory writer sorts).
     assert rendered[0] == EXPECTED_ARGS[0] and rendered[-1] == EXPECTED_ARGS[-1]
     assert sorted(rendered[1:-1]) == sorted(EXPECTED_ARGS[1:-1])
@@ -54,9 +56,40 @@ def test_script_has_the_exact_env_and_flags(host):
 def test_env_file_holds_the_secrets_for_root_only(host):
     env = host.file("/etc/sglang/sglang.env")
     assert env.user == "root" and env.mode == 0o600
-    assert 'SGLANG_API_KEY="molecule-test-key-0123"' in env.content_string
     assert 'HF_TOKEN="hf_molecule_secret_token"' in env.content_string
-    assert host.file("/etc/sglang").mode == 0o700
+    assert API_KEY not in env.content_string
+    # the server's group may pass through to its secret args file, not list the folder
+    folder = host.file("/etc/sglang")
+    assert folder.user == "root" and folder.group == "sglang" and folder.mode == 0o710
+
+
+def test_api_key_reaches_the_server_through_its_config_file_only(host):
+    conf = host.file("/etc/sglang/secret-args.yaml")
+    assert conf.user == "root" and conf.group == "sglang" and conf.mode == 0o640
+    assert f'api-key: "{API_KEY}"' in conf.content_string.splitlines()
+    pid = host.check_output("systemctl show -p MainPID --value sglang")
+    argv = host.check_output(f"ps -o args= -p {pid}")
+    assert "--config /etc/sglang/secret-args.yaml" in argv and "--api-key" not in argv
+    assert API_KEY not in host.check_output("ps -eo args")
+    # anywhere else on disk: the journal only (the server logs its server_args, as SGLang does)
+    found = host.run(f"grep -rlsF --exclude-dir=journal {API_KEY} /etc /opt /var /root /tmp /home /run /srv /usr/local")
+    assert found.stdout.split() == ["/etc/sglang/secret-args.yaml"]
+
+
+def test_root_owns_the_code_the_service_writes_only_its_state(host):
+    """Root runs the venv's python at the next deploy: the service account must not be able to
+    change anything under /opt/sglang but its Hugging Face cache."""
+    home = host.file("/opt/sglang")
+    assert home.user == "root" and home.group == "root" and home.mode == 0o755
+    writable = host.check_output(
+        "find /opt/sglang -path /opt/sglang/hf -prune -o ! -type l \\( -user sglang -o -group sglang -perm -020 "
+        "-o -perm -002 \\) -print")
+    assert writable == ""
+    assert host.run("runuser -u sglang -- test -w /opt/sglang/venv/bin").rc != 0
+    state = host.file("/var/lib/sglang")
+    assert state.user == "sglang" and state.mode == 0o750
+    assert host.check_output("systemctl show -p WorkingDirectory --value sglang") == "/var/lib/sglang"
+    assert server_environ(host)["HOME"] == "/var/lib/sglang"
 
 
 def test_unit_is_enabled_and_active_as_the_sglang_user(host):
@@ -100,10 +133,22 @@ def test_api_key_is_enforced(host):
     assert info["max_total_num_tokens"] == 495488
 
 
-def test_secrets_not_in_the_journal(host):
+def test_journal_holds_the_key_as_sglang_logs_it_and_not_the_token(host):
+    """The server logs server_args=ServerArgs(..., api_key='...') at startup, as SGLang does: the
+    journal is the one place besides the config file, and whatever keeps an excerpt must redact."""
     journal = host.check_output("journalctl -u sglang --no-pager -o cat")
-    assert "molecule-test-key-0123" not in journal
+    assert f"api_key='{API_KEY}'" in journal
     assert "hf_molecule_secret_token" not in journal
+
+
+def test_no_secret_on_any_command_line_during_the_deploy(host):
+    """prepare.yml samples `ps -eo args` on the host every 0.2 s from before converge: the
+    deploy, host 2's model download and every (re)start. No API key or token on any of them."""
+    samples = host.file("/var/log/ps-samples.txt").content_string
+    assert "sglang_standin.launch_server" in samples and "--config /etc/sglang/secret-args.yaml" in samples
+    if host.backend.get_hostname() == "sglpb-deploy-2":
+        assert "fake-org/tiny-model" in samples  # the sampler saw the download
+    assert API_KEY not in samples and "hf_molecule_secret_token" not in samples
 
 
 def test_kv_capacity_recorded(host):
