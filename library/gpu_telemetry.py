@@ -25,10 +25,10 @@ description:
     C(end) (epoch seconds, e.g. the C(started)/C(finished) of sglang_bench), in the record's
     C(gpu) layout. The sampler keeps running.
   - C(state=stopped) stops the sampler (by its recorded process id) and removes its files. The
-    process is signalled only when its command line is this module's sampler writing C(path):
-    a stale or planted process id kills nothing.
+    process is signalled only when its command line is this module's sampler writing C(path),
+    so a stale or planted process id kills nothing.
   - C(path)'s directory must belong to the user the module runs as and be writable by no one
-    else (root runs it: a world-writable C(/tmp) would let any user plant the process id that
+    else (root runs it, and a world-writable C(/tmp) would let any user plant the process id that
     root signals, or a link that root appends to). A missing directory is created with mode 0700.
   - C(windows) (with C(state=window) or C(state=stopped)) summarises many windows in one call,
     e.g. every point of a sweep when the sampler stops, so a sweep needs no per-point task on

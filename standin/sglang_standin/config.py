@@ -181,7 +181,7 @@ def read_config(path: str) -> dict:
                 continue
             match = _YAML_SCALAR.match(line)
             if not match or line[:1].isspace():
-                raise ValueError(f"{path} line {number}: the stand-in reads flat `name: value` YAML only")
+                raise ValueError(f"{path} line {number}: the stand-in reads flat `name: value` YAML only") from None
             data[match.group("key")] = _yaml_scalar(match.group("value"))
     if data is None:
         data = {}
