@@ -39,8 +39,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ansible.module_utils.atomic_file import atomic_write
-from ansible.module_utils.redact import redact, redact_text
 from ansible.module_utils.bench_results import dumps_strict, normalize_record
+from ansible.module_utils.redact import redact, redact_text
 from ansible.module_utils.sweep import plan_signature
 
 RUN_JSON = "run.json"
