@@ -303,6 +303,8 @@ def action_validate(params):
             f"{existing.get('plan_signature')}, this plan {plan_signature(params['plan'])}) in "
             f"{store.path}. A run is never overwritten: leave bench_run_id unset for a new run, "
             "or use the original plan to resume.")
+    if existing is not None:
+        store.records()  # a damaged store fails here, naming the file, before anything restarts
     return {"run_id": store.run_id, "run_dir": store.path, "resuming": existing is not None}
 
 
@@ -401,6 +403,9 @@ def action_store(params):
                  for suffix, text in (params.get("raw") or {}).items() if text is not None}
     if raw_paths:
         record["raw_path"] = raw_paths.get("jsonl") or raw_paths.get("txt")
+        if record.get("status") == "failed" and record.get("error"):
+            # (where to look: the client's own output, kept whole beside the record)
+            record["error"] = f"{record['error']} [client output: {store.path}/{raw_paths.get('txt') or record['raw_path']}]"
     record = store.append_record(record)
     if params.get("skip_reason"):
         state = {"stop": True, "reason": params["skip_reason"]}

@@ -106,8 +106,17 @@ class RunStore:
         """The stored provenance, or None before write_run_json."""
         if not os.path.exists(self.run_json_path):
             return None
-        with open(self.run_json_path, encoding="utf-8") as handle:
-            return json.load(handle)
+        try:
+            with open(self.run_json_path, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except (OSError, ValueError) as exc:
+            raise ResultStoreError(
+                f"{self.run_json_path} cannot be read ({exc}): the run's provenance is damaged. "
+                "Move the run directory aside, or leave bench_run_id unset for a new run.") from exc
+        if not isinstance(data, dict):
+            raise ResultStoreError(f"{self.run_json_path} is not a JSON object: move the run directory "
+                                   "aside, or leave bench_run_id unset for a new run.")
+        return data
 
     def write_run_json(self, provenance: Mapping[str, Any], replace: bool = False) -> bool:
         """Write run.json once; on resume, check the plan is the same.

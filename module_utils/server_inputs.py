@@ -13,8 +13,7 @@ deploy.yml's first play (and before restart.yml / tune.yml restart anything).
               boolean true.
     numbers   the health wait's timeout and interval, and the request size that
               max-running-requests auto divides the KV capacity by.
-    secrets   a secret-looking name in sglang_server_env would land in the world-readable
-              launch script: it belongs in sglang_server_secrets (or sglang_hf_token).
+(Secret-looking names where they would be seen are module_utils/redact.py's rule.)
 """
 from __future__ import annotations
 
@@ -25,7 +24,6 @@ from typing import Any
 ARG_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 BOOL_WORDS = ("true", "false", "yes", "no", "on", "off")
-SECRET_ENV = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|PRIVATE_KEY)", re.IGNORECASE)
 
 
 def _number(value: Any) -> float | None:
@@ -86,11 +84,6 @@ def check_env(name: str, env: Any, secret: bool = False) -> list[str]:
             problems.append(f"{name}.{key} is null: give it a quoted value, or remove it")
         elif isinstance(value, (Mapping, list, tuple)):
             problems.append(f"{name}.{key} is a {type(value).__name__}: an environment value is one string")
-        elif not secret and SECRET_ENV.search(str(key)):
-            problems.append(
-                f"{name}.{key} looks like a secret, and sglang_server_env is written into the launch "
-                "script: put it in sglang_server_secrets (the 0600 env file; the Hugging Face token "
-                "is sglang_hf_token), vaulted")
     return problems
 
 

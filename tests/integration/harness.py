@@ -1,5 +1,5 @@
-"""Run a playbook against this machine (connection local) as one host of sglang_servers, with
-the fake nvidia-smi answering as the 8-GPU Blackwell VM; used by the bad-input tests.
+"""Run a playbook against this machine (connection local) as hosts of sglang_servers, with the
+fake nvidia-smi answering as the 8-GPU Blackwell VM; used by the bad-input tests.
 
 The playbook runs through ansible-runner (scripts/playbook_run.py): the tests read its events -
 which plays and tasks started, which task failed and with what message - not its printed output.
@@ -25,10 +25,13 @@ BASE_VARS = {
 }
 
 
-def run_playbook(tmp_path, playbook, host_vars, extra=None, check=False):
-    """Run playbooks/<playbook> with host_vars over BASE_VARS; returns a playbook_run.PlaybookRun."""
+def run_playbook(tmp_path, playbook, host_vars, extra=None, check=False, hosts=None):
+    """Run playbooks/<playbook> with host_vars over BASE_VARS on the host gpu-vm, or on each host
+    of hosts ({name: host_vars}, several hosts in one run); returns a playbook_run.PlaybookRun."""
+    hosts = hosts or {"gpu-vm": host_vars}
     inventory = tmp_path / "hosts.yml"
-    inventory.write_text(json.dumps({"sglang_servers": {"hosts": {"gpu-vm": {**BASE_VARS, **host_vars}}}}))
+    inventory.write_text(json.dumps({"sglang_servers": {"hosts": {
+        name: {**BASE_VARS, **values} for name, values in hosts.items()}}}))
     return playbook_run.run(playbook, inventory, tmp_path / "runner", extravars=extra, check=check,
                             envvars={"FAKE_NVIDIA_SMI_DIR": str(FIXTURE)}, timeout=300)
 
@@ -38,3 +41,10 @@ def only_failure(run):
     assert run.rc != 0, run.explain()
     assert len(run.failures) == 1, run.explain()
     return run.failures[0]
+
+
+def tasks_on(run, host):
+    """[(play, task)] of every task that had a result (ok, changed, failed, skipped) on host."""
+    kinds = ("runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable")
+    return [(e["event_data"].get("play", ""), e["event_data"].get("task", ""))
+            for e in run.events if e.get("event") in kinds and e["event_data"].get("host") == host]

@@ -1,18 +1,33 @@
-"""Bad input stops deploy.yml in its first play, with a message naming the variable and the fix.
+"""One table of wrong inputs across the playbooks: each stops with a message that names the
+variable or file and the fix, before anything changes on a host; none is a Python traceback and
+none is silent.
 
-The target is this machine (connection local) in check mode, with the fake nvidia-smi answering
-as the 8-GPU Blackwell VM; every case must fail in the validation play, before any role runs.
-The run's events (ansible-runner) say which task failed, in which play, with what message.
+The target is this machine (connection local) with the fake nvidia-smi answering as the 8-GPU
+Blackwell VM; deploy.yml and restart.yml run in check mode. "Before anything changes" is read
+from the run's events (ansible-runner): no task of deploy.yml's second play ran on the host, and
+none of the tasks that write a host, restart a server, run a point or write the result store.
+Cases that only need host variables share one run per playbook (one inventory host per case);
+the others (play-wide variables, a prepared result store) run one playbook each, four at a time.
 """
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
-from harness import BASE_VARS, only_failure, run_playbook
+from harness import BASE_VARS, REPO, only_failure, run_playbook, tasks_on
 
 VALIDATION_PLAY = "Check the inputs and the GPUs before changing anything"
 DEPLOY_PLAY = "Deploy the SGLang server"
+HOSTS_PLAY = "Check the host group matches hosts of the inventory"
+# Tasks that change a host, restart the server, run a point or write the result store.
+CHANGING = ("Render the launch script", "Create the secrets directory", "Write the env file",
+            "Install the systemd unit", "Enable and start the SGLang server", "Restart the SGLang server as asked",
+            "Clear a failed state", "Restart with each profile and sweep it", "Restart the server with the profile",
+            "Start sampling GPU telemetry", "Run the client", "Append the record to the run",
+            "Plan the sweep from each host's KV capacity", "Write the report of the run")
 
-
-def run_deploy(tmp_path, **overrides):
-    return run_playbook(tmp_path, "deploy.yml", overrides, check=True)
+BENCH_ARGS = {**BASE_VARS["sglang_server_args"], "context-length": 4096}
 
 
 def args(**changes):
@@ -20,62 +35,246 @@ def args(**changes):
     return {k: v for k, v in merged.items() if v is not None}
 
 
-CASES = {
-    "too_many_gpus": (
-        {"sglang_server_args": args(**{"tp-size": 16})},
-        "has 8 GPU(s) but the server needs 16 per host (sglang_server_args: tp-size 16"),
-    "tp_times_nnodes": (
-        {"sglang_server_args": args(**{"tp-size": 8, "pp-size": 2})},
-        "needs 16 per host"),
-    "unknown_profile": (
-        {"sglang_profile": "fastest"},
-        "sglang_profile 'fastest' is not defined; known profiles: baseline, tuned, auto"),
-    "sglang_not_in_table": (
-        {"sglang_engine": "sglang", "sglang_version": "0.4.0", "cuda_toolkit_version": "12.8"},
-        "sglang_version 0.4.0 is not in the compatibility table"),
-    "cuda13_sglang_on_cuda12": (
-        {"sglang_engine": "sglang", "sglang_version": "0.5.23", "cuda_toolkit_version": "12.8"},
-        "needs a CUDA 13.0 lane and driver >= 580.65.06"),
-    "driver_too_old_for_cuda_13": (
-        {"cuda_toolkit_version": "13.0"},
-        "runs NVIDIA driver 570.172.08, but CUDA 13.0 needs 580.65.06 or newer (gpu_preflight_cuda_lane"),
-    "cuda_lane_not_in_driver_table": (
-        {"cuda_toolkit_version": "13.9"},
-        "the CUDA lane is '13.9' (gpu_preflight_cuda_lane, from cuda_toolkit_version), which the minimum-driver"),
-    "min_driver_row_not_a_version": (
-        {"gpu_preflight_min_driver": {"13.3": "soon"}},
-        "min_driver (gpu_preflight_min_driver): row '13.3': 'soon' is not a CUDA release and a driver version"),
-    "port_out_of_range": (
-        {"sglang_server_args": args(port=70000)},
-        "port 70000 is out of range: use 1-65535"),
-    "mem_fraction_above_one": (
-        {"sglang_server_args": args(**{"mem-fraction-static": 1.2})},
-        "mem-fraction-static 1.2 must be between 0 and 1 exclusive"),
-    "mem_fraction_zero": (
-        {"sglang_server_args": args(**{"mem-fraction-static": 0})},
-        "mem-fraction-static 0 must be between 0 and 1 exclusive"),
-    "missing_model_path": (
-        {"sglang_server_args": args(**{"model-path": None})},
-        "model-path is missing: set sglang_server_args['model-path']"),
-    "bad_max_running_requests": (
-        {"sglang_server_args": args(**{"max-running-requests": -5})},
-        "max-running-requests -5 must be a positive integer or auto"),
+# deploy.yml (check mode), one host per case in one run: host variables -> a fragment of the message.
+DEPLOY = {
+    "too_many_gpus": ({"sglang_server_args": args(**{"tp-size": 16})},
+                      "has 8 GPU(s) but the server needs 16 per host (sglang_server_args: tp-size 16"),
+    "tp_times_nnodes": ({"sglang_server_args": args(**{"tp-size": 8, "pp-size": 2})}, "needs 16 per host"),
+    "unknown_profile": ({"sglang_profile": "fastest"},
+                        "sglang_profile 'fastest' is not defined; known profiles: baseline, tuned, auto"),
+    "sglang_not_in_table": ({"sglang_engine": "sglang", "sglang_version": "0.4.0", "cuda_toolkit_version": "12.8"},
+                            "sglang_version 0.4.0 is not in the compatibility table"),
+    "cuda13_sglang_on_cuda12": ({"sglang_engine": "sglang", "sglang_version": "0.5.23", "cuda_toolkit_version": "12.8"},
+                                "needs a CUDA 13.0 lane"),
+    "unknown_engine": ({"sglang_engine": "vllm"}, "sglang_engine"),
+    "port_out_of_range": ({"sglang_server_args": args(port=70000)}, "port 70000 is out of range: use 1-65535"),
+    "port_not_a_number": ({"sglang_server_args": args(port="http")}, "port http is out of range: use 1-65535"),
+    "tp_size_not_a_number": ({"sglang_server_args": args(**{"tp-size": "eight"})}, "tp-size"),
+    "mem_fraction_above_one": ({"sglang_server_args": args(**{"mem-fraction-static": 1.2})},
+                               "mem-fraction-static 1.2 must be between 0 and 1 exclusive"),
+    "mem_fraction_zero": ({"sglang_server_args": args(**{"mem-fraction-static": 0})},
+                          "mem-fraction-static 0 must be between 0 and 1 exclusive"),
+    "missing_model_path": ({"sglang_server_args": args(**{"model-path": None})},
+                           "model-path is missing: set sglang_server_args['model-path']"),
+    "bad_max_running_requests": ({"sglang_server_args": args(**{"max-running-requests": -5})},
+                                 "max-running-requests -5 must be a positive integer or auto"),
+    "max_running_requests_word": ({"sglang_server_args": args(**{"max-running-requests": "lots"})},
+                                  "max-running-requests lots must be a positive integer or auto"),
+    # (the preflight's spec names its copy of sglang_server_args, gpu_preflight_server_args)
+    "args_not_a_dict": ({"sglang_server_args": ["model-path", "org/model"]},
+                        "server_args' is of type list and we were unable to convert to dict"),
+    "env_yaml_boolean": ({"sglang_server_env": {"NCCL_IB_DISABLE": True}},
+                         'sglang_server_env.NCCL_IB_DISABLE is the YAML boolean True (yes/no/on/off/true/false '
+                         'unquoted), which would be exported as True: quote the value you mean, e.g. NCCL_IB_DISABLE: "1"'),
+    "env_null": ({"sglang_server_env": {"OMP_NUM_THREADS": None}},
+                 "sglang_server_env.OMP_NUM_THREADS is null: give it a quoted value, or remove it"),
+    "env_key_injects_shell": ({"sglang_server_env": {"X=1; touch /tmp/pwned; Y": "1"}},
+                              "sglang_server_env key 'X=1; touch /tmp/pwned; Y' is not an environment variable name"),
+    "arg_key_injects_shell": ({"sglang_server_args": args(**{"log-level $(id)": "info"})},
+                              "sglang_server_args key 'log-level $(id)' is not a flag name"),
+    "arg_key_with_dashes": ({"sglang_server_args": args(**{"--tp-size": 8})},
+                            "sglang_server_args key '--tp-size' is not a flag name: write the flag without its leading dashes"),
+    "profile_key_injects_shell": ({"sglang_server_profiles": {"tuned": {"a`reboot`": 1}}},
+                                  "sglang_server_profiles.tuned key 'a`reboot`' is not a flag name"),
+    "bare_flag_as_string_true": ({"sglang_server_args": args(**{"disable-cuda-graph": "true"})},
+                                 "sglang_server_args['disable-cuda-graph'] is the string 'true': SGLang would get "
+                                 "`--disable-cuda-graph true` and exit. Write disable-cuda-graph: true without quotes"),
+    "bare_flag_as_string_yes_in_profile": ({"sglang_server_profiles": {"tuned": {"enable-metrics": "yes"}}},
+                                           "sglang_server_profiles.tuned['enable-metrics'] is the string 'yes'"),
+    "secret_value_yaml_boolean": ({"sglang_server_secrets": {"SOME_FLAG": True}},
+                                  "sglang_server_secrets.SOME_FLAG is the YAML boolean (yes/no/on/off/true/false unquoted)"),
+    "health_interval_negative": ({"sglang_server_health_interval": -1},
+                                 "sglang_server_health_interval must be a positive number of seconds (e.g. 0.5), got -1"),
+    "health_timeout_zero": ({"sglang_server_health_timeout": 0},
+                            "sglang_server_health_timeout must be a positive number of seconds, got 0"),
+    "health_timeout_word": ({"sglang_server_health_timeout": "soon"}, "sglang_server_health_timeout"),
+    "auto_request_tokens_zero": ({"sglang_server_auto_request_tokens": 0},
+                                 "sglang_server_auto_request_tokens must be a positive integer"),
+    "api_key_in_server_args": ({"sglang_server_args": args(**{"api-key": "sk-secret-0123"})},
+                               "sglang_server_args sets api-key: a secret on the server's command line is readable by "
+                               "every local user; set sglang_server_api_key"),
+    "hf_token_in_server_env": ({"sglang_server_env": {"HF_TOKEN": "hf_secret_0123"}},
+                               "sglang_server_env sets HF_TOKEN, which looks secret"),
+    "open_bind_without_api_key": ({"sglang_server_args": args(host="0.0.0.0")},
+                                  "the server binds 0.0.0.0 (sglang_server_args.host) without an API key"),
+}
+
+# restart.yml (check mode): the same checks run before the restart.
+RESTART = {
+    "restart_unknown_profile": ({"sglang_profile": "turbo"}, "sglang_profile 'turbo' is not defined"),
+    "restart_env_yaml_boolean": ({"sglang_server_env": {"NCCL_P2P_DISABLE": False}},
+                                 "sglang_server_env.NCCL_P2P_DISABLE is the YAML boolean False"),
+    "restart_health_interval_negative": ({"sglang_server_health_interval": -0.5},
+                                         "sglang_server_health_interval must be a positive number"),
+}
+
+SECRETS = ("sk-secret-0123", "hf_secret_0123")
+
+
+def full_dir(tmp_path):
+    """A real full filesystem: a 64 KiB tmpfs filled to the last byte."""
+    mount = tmp_path / "full"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], check=True)
+    subprocess.run(["dd", "if=/dev/zero", f"of={mount}/fill", "bs=4k"], capture_output=True, check=False)
+    return {"bench_results_dir": str(mount)}
+
+
+def corrupt_run_json(tmp_path):
+    run = tmp_path / "results" / "damaged"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text('{"run_id": "damaged", "plan_sig')
+    return {"bench_run_id": "damaged"}
+
+
+def corrupt_records(tmp_path):
+    """A run with this plan whose records.jsonl has a corrupt middle line."""
+    run = tmp_path / "results" / "corrupt"
+    run.mkdir(parents=True)
+    plan = subprocess.run(
+        [sys.executable, "-c", "import json,sys; sys.path.insert(0,'module_utils');"
+         "from sweep import plan_signature; print(plan_signature(json.loads(sys.argv[1])))", json.dumps(BENCH_PLAN)],
+        capture_output=True, text=True, cwd=REPO, check=True).stdout.strip()
+    (run / "run.json").write_text(json.dumps({"run_id": "corrupt", "plan_signature": plan}))
+    (run / "records.jsonl").write_text('{"schema_version": 1}\n{"schema_vers\n{"schema_version": 1}\n')
+    return {"bench_run_id": "corrupt"}
+
+
+def other_plan(tmp_path):
+    run = tmp_path / "results" / "old-run"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"run_id": "old-run", "plan_signature": "0123456789abcdef"}))
+    (run / "records.jsonl").write_text("")
+    return {"bench_run_id": "old-run"}
+
+
+# The plan benchmark.yml makes from these inputs (roles/sglang_benchmark/vars/main.yml), for a
+# prepared run that matches it.
+BENCH_PLAN = {"concurrencies": [256, 512, 1024, 2048], "input_len": 128, "output_len": 128, "num_prompts": None,
+              "request_rate": "inf", "seed": 1, "repeats": 1, "client": "python", "dataset_name": "random-ids",
+              "include_over_capacity": False, "capacity_point": True, "plateau_threshold": 0.03}
+
+# One run each: (playbook, host variables, extra variables, prepare(tmp_path) -> more host
+# variables, fragment). Benchmark cases stop in bench_store's check (run once for the play).
+SINGLE = {
+    "deploy_no_hosts": ("deploy.yml", {}, {"sglang_hosts": "gpu_servers"}, None,
+                        "matches the host group 'gpu_servers'. Put the server hosts under sglang_servers"),
+    "preflight_no_hosts": ("preflight.yml", {}, {"sglang_hosts": "gpu_servers"}, None,
+                           "matches the host group 'gpu_servers'"),
+    "restart_no_hosts": ("restart.yml", {}, {"sglang_hosts": "sglang_server"}, None,
+                         "pass -e sglang_hosts=GROUP naming a group that has hosts (groups: sglang_servers)"),
+    "benchmark_no_hosts": ("benchmark.yml", {}, {"sglang_hosts": "nosuchgroup"}, None,
+                           "matches the host group 'nosuchgroup'"),
+    "tune_no_hosts": ("tune.yml", {}, {"sglang_hosts": "nosuchgroup"}, None, "matches the host group 'nosuchgroup'"),
+    "concurrencies_empty": ("benchmark.yml", {"sglang_benchmark_concurrencies": []}, {}, None,
+                            "sglang_benchmark_concurrencies must be a non-empty list"),
+    "concurrency_negative": ("benchmark.yml", {"sglang_benchmark_concurrencies": [256, -4]}, {}, None,
+                             "sglang_benchmark_concurrencies must be a non-empty list of positive integers"),
+    "concurrencies_a_string": ("tune.yml", {}, {"sglang_benchmark_concurrencies": "256,512"}, None,
+                               "sglang_benchmark_concurrencies"),
+    "concurrency_unbounded": ("benchmark.yml", {"sglang_benchmark_concurrencies": [256, 10000000]}, {}, None,
+                              "sglang_benchmark_concurrencies: 10000000 is above 65536"),
+    "longer_than_context": ("benchmark.yml", {"sglang_benchmark_input_len": 4000, "sglang_benchmark_output_len": 200},
+                            {}, None, "longer than the model's context"),
+    "num_prompts_below_concurrency": ("tune.yml", {"sglang_benchmark_num_prompts": 100}, {}, None,
+                                      "sglang_benchmark_num_prompts (100) is below the largest"),
+    "timeout_zero": ("benchmark.yml", {"sglang_benchmark_timeout": 0}, {}, None, "sglang_benchmark_timeout"),
+    "timeout_negative": ("benchmark.yml", {"sglang_benchmark_timeout": -5}, {}, None, "sglang_benchmark_timeout"),
+    "plateau_percent": ("benchmark.yml", {"sglang_benchmark_plateau_threshold": "3%"}, {}, None,
+                        "sglang_benchmark_plateau_threshold (a fraction, e.g. 0.03 for 3%"),
+    "repeats_word": ("benchmark.yml", {}, {"bench_repeats": "two"}, None, "bench_repeats"),
+    "repeats_zero": ("tune.yml", {}, {"bench_repeats": 0}, None, "bench_repeats must be above 0"),
+    "unknown_bench_profile": ("tune.yml", {"bench_profiles": ["baseline", "turbo"]}, {}, None, "unknown profile(s) turbo"),
+    "client_location_unknown": ("benchmark.yml", {"sglang_benchmark_client_location": "laptop"}, {}, None,
+                                "sglang_benchmark_client_location must be server, controller or an inventory host"),
+    "run_id_path": ("benchmark.yml", {}, {"bench_run_id": "../elsewhere"}, None,
+                    "bench_run_id '../elsewhere' is not a usable directory name"),
+    "results_dir_unwritable": ("tune.yml", {"bench_results_dir": "/proc/sglpb-results"}, {}, None,
+                               "bench_results_dir: cannot create or write /proc/sglpb-results"),
+    "results_dir_full": ("benchmark.yml", {}, {}, full_dir, "No space left on device"),
+    "results_run_json_corrupt": ("benchmark.yml", {}, {}, corrupt_run_json, "run.json cannot be read"),
+    "results_records_corrupt": ("tune.yml", {}, {}, corrupt_records,
+                                "records.jsonl line 2 is not JSON"),
+    "run_id_with_another_plan": ("benchmark.yml", {}, {}, other_plan, "already holds a run with a different plan"),
+    "report_without_run_id": ("report.yml", {}, {}, None, "Name the run to report: -e bench_run_id=ID"),
+    "report_of_a_missing_run": ("report.yml", {}, {"bench_run_id": "never-ran"}, None, "no run.json in"),
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_input_fails_in_the_validation_play(tmp_path, case):
-    overrides, message = CASES[case]
-    run = run_deploy(tmp_path, **overrides)
-    failure = only_failure(run)
-    assert message in failure.text(), run.explain()
-    # It failed in the validation play, and nothing past that play ran.
-    assert failure.play == VALIDATION_PLAY, run.explain()
-    assert DEPLOY_PLAY not in run.plays, run.plays
+def _deploy_like(playbook, cases, tmp_path):
+    hosts = {name: values for name, (values, _) in cases.items()}
+    return run_playbook(tmp_path, playbook, {}, check=True, hosts=hosts)
+
+
+def _single(name, tmp_path):
+    playbook, host_vars, extra, prepare, _ = SINGLE[name]
+    host_vars = {"sglang_server_args": BENCH_ARGS, "bench_results_dir": str(tmp_path / "results"), **host_vars}
+    if prepare:
+        host_vars.update(prepare(tmp_path))
+    return run_playbook(tmp_path, playbook, host_vars, extra=extra, check=playbook in ("deploy.yml", "restart.yml"))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Every run of the table, four at a time: {case: (run, host, tmp_path)}."""
+    jobs = {}
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for playbook, cases in (("deploy.yml", DEPLOY), ("restart.yml", RESTART)):
+            tmp = tmp_path_factory.mktemp(playbook.split(".")[0])
+            future = pool.submit(_deploy_like, playbook, cases, tmp)
+            for name in cases:
+                jobs[name] = (future, name, tmp)
+        for name in SINGLE:
+            tmp = tmp_path_factory.mktemp(name)
+            jobs[name] = (pool.submit(_single, name, tmp), "gpu-vm", tmp)
+        out = {name: (future.result(), host, tmp) for name, (future, host, tmp) in jobs.items()}
+    for _, _, tmp in out.values():
+        if (tmp / "full").is_dir():
+            subprocess.run(["umount", str(tmp / "full")], check=False)
+    return out
+
+
+ALL = {**{k: v[1] for k, v in DEPLOY.items()}, **{k: v[1] for k, v in RESTART.items()},
+       **{k: v[4] for k, v in SINGLE.items()}}
+
+
+def test_the_table_has_at_least_40_wrong_inputs_across_every_playbook():
+    assert len(ALL) >= 40
+    playbooks = {"deploy.yml", "restart.yml"} | {v[0] for v in SINGLE.values()}
+    assert playbooks == {"deploy.yml", "restart.yml", "preflight.yml", "benchmark.yml", "tune.yml", "report.yml"}
+
+
+@pytest.mark.parametrize("case", sorted(ALL))
+def test_a_wrong_input_stops_with_a_clear_message_before_anything_changes(runs, case):
+    run, host, tmp = runs[case]
+    failures = [f for f in run.failures if f.host in (host, "localhost")]
+    assert run.rc != 0, run.explain()
+    assert len(failures) == 1, run.explain()
+    failure = failures[0]
+    text = failure.text()
+    assert ALL[case] in text, run.explain()
+    assert "Traceback" not in text and "Traceback" not in json.dumps(failure.result), text
+    assert not any(secret in run.stdout for secret in SECRETS)
+    ran = tasks_on(run, host)
+    assert not [t for p, t in ran if p == DEPLOY_PLAY], ran
+    assert not [t for _, t in ran if t.startswith(CHANGING)], ran
+    if failure.play != HOSTS_PLAY:
+        assert not list((tmp / "results").glob("*/records.jsonl")) or case.startswith(("results_", "run_id_with"))
 
 
 def test_good_input_passes_validation(tmp_path):
     """The same harness with good input gets past validation (so the cases above are meaningful)."""
-    run = run_deploy(tmp_path, **{"sglang_hosts": "sglang_servers"})
-    assert run.plays[:2] == [VALIDATION_PLAY, DEPLOY_PLAY], run.explain()
-    assert not [f for f in run.failures if f.play == VALIDATION_PLAY], run.explain()
+    run = run_playbook(tmp_path, "deploy.yml", {"sglang_hosts": "sglang_servers"}, check=True)
+    assert run.plays[:3] == [HOSTS_PLAY, VALIDATION_PLAY, DEPLOY_PLAY], run.explain()
+    assert not [f for f in run.failures if f.play in (HOSTS_PLAY, VALIDATION_PLAY)], run.explain()
+
+
+def test_a_prepared_result_store_is_left_as_it_was(tmp_path):
+    """A refused resume changes nothing in the run directory it names."""
+    prepared = other_plan(tmp_path)
+    run = run_playbook(tmp_path, "benchmark.yml", {"sglang_server_args": BENCH_ARGS,
+                                                   "bench_results_dir": str(tmp_path / "results"), **prepared})
+    failure = only_failure(run)
+    assert failure.action == "bench_store", run.explain()
+    assert (tmp_path / "results" / "old-run" / "records.jsonl").read_text() == ""
+    assert sorted(p.name for p in (tmp_path / "results" / "old-run").iterdir()) == ["records.jsonl", "run.json"]
