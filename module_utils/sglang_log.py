@@ -67,23 +67,35 @@ _SGLANG_PREFIX = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\] ")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 _KV_TOKENS = re.compile(r"KV Cache is allocated\. #tokens: (\d+)")
-_SCHEDULER_INFO = {
-    "max_total_num_tokens": re.compile(r"\bmax_total_num_tokens=(\d+)"),
-    "chunked_prefill_size": re.compile(r"\bchunked_prefill_size=(-?\d+)"),
-    "max_prefill_tokens": re.compile(r"\bmax_prefill_tokens=(\d+)"),
-    "max_running_requests": re.compile(r"\bmax_running_requests=(\d+)"),
-    "context_len": re.compile(r"\bcontext_len=(\d+)"),
-    "available_gpu_mem_gb": re.compile(r"\bavailable_gpu_mem=([\d.]+) ?GB"),
-}
+# The numbers SGLang prints: on the scheduler's line (max_total_num_tokens=...) and on each
+# "Decode batch" line; one pattern a field.
+_FIELDS = {key: re.compile(pattern) for key, pattern in (
+    ("max_total_num_tokens", r"\bmax_total_num_tokens=(\d+)"),
+    ("chunked_prefill_size", r"\bchunked_prefill_size=(-?\d+)"),
+    ("max_prefill_tokens", r"\bmax_prefill_tokens=(\d+)"),
+    ("max_running_requests", r"\bmax_running_requests=(\d+)"),
+    ("context_len", r"\bcontext_len=(\d+)"),
+    ("available_gpu_mem_gb", r"\bavailable_gpu_mem=([\d.]+) ?GB"),
+    ("running_req", r"#running-req: (\d+)"),
+    ("token", r"#token: (\d+)"),
+    ("token_usage", r"token usage: ([\d.]+)"),
+    ("cuda_graph", r"cuda graph: (True|False)"),
+    ("gen_throughput", r"gen throughput \(token/s\): ([\d.]+)"),
+    ("queue_req", r"#queue-req: (\d+)"),
+)}
+_SCHEDULER_KEYS = ("max_total_num_tokens", "chunked_prefill_size", "max_prefill_tokens",
+                   "max_running_requests", "context_len", "available_gpu_mem_gb")
 _DECODE = re.compile(r"\bDecode batch[.,] ")
-_DECODE_FIELDS = {
-    "running_req": re.compile(r"#running-req: (\d+)"),
-    "token": re.compile(r"#token: (\d+)"),
-    "token_usage": re.compile(r"token usage: ([\d.]+)"),
-    "cuda_graph": re.compile(r"cuda graph: (True|False)"),
-    "gen_throughput": re.compile(r"gen throughput \(token/s\): ([\d.]+)"),
-    "queue_req": re.compile(r"#queue-req: (\d+)"),
-}
+_DECODE_KEYS = ("running_req", "token", "token_usage", "cuda_graph", "gen_throughput", "queue_req")
+
+
+def _fields(message: str, keys: tuple[str, ...]) -> dict[str, bool | int | float | None]:
+    """The numbers of these fields in one log message; None for a field it does not show."""
+    found: dict[str, bool | int | float | None] = {}
+    for key in keys:
+        match = _FIELDS[key].search(message)
+        found[key] = _number(match.group(1)) if match else None
+    return found
 
 
 def strip_prefixes(line: str) -> str:
@@ -160,16 +172,10 @@ class LogWatcher:
         if match:
             self.kv_cache_tokens = int(match.group(1))
         if "max_total_num_tokens=" in message:
-            for key, pattern in _SCHEDULER_INFO.items():
-                match = pattern.search(message)
-                if match:
-                    self.scheduler[key] = _number(match.group(1))
+            found = _fields(message, _SCHEDULER_KEYS)
+            self.scheduler.update({key: value for key, value in found.items() if value is not None})
         if _DECODE.search(message):
-            stats: dict[str, bool | int | float | None] = {}
-            for key, pattern in _DECODE_FIELDS.items():
-                match = pattern.search(message)
-                stats[key] = _number(match.group(1)) if match else None
-            self.last_decode = stats
+            self.last_decode = _fields(message, _DECODE_KEYS)
 
     @property
     def failure_kind(self) -> str | None:

@@ -1,9 +1,12 @@
 """Shared pytest setup: make ./module_utils importable as ansible.module_utils.*,
-exactly as Ansible does for modules at run time (ansible.cfg: module_utils = ./module_utils)."""
+exactly as Ansible does for modules at run time (ansible.cfg: module_utils = ./module_utils),
+and run a module in-process as Ansible runs it (the run_module fixture)."""
+import json
 import sys
 from pathlib import Path
 
 import ansible.module_utils
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"  # real outputs; each folder's README says where from
@@ -11,3 +14,19 @@ if str(REPO / "module_utils") not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(str(REPO / "module_utils"))
 if str(REPO / "library") not in sys.path:
     sys.path.insert(0, str(REPO / "library"))
+
+
+@pytest.fixture
+def run_module(capsys):
+    """run_module(module, **args): the module's main() with these args, as Ansible runs it;
+    returns its JSON result, with rc_exit (0, or 1 after fail_json)."""
+    from ansible.module_utils.testing import patch_module_args
+
+    def run(module, **args):
+        with patch_module_args(args), pytest.raises(SystemExit) as exit_info:
+            module.main()
+        result = json.loads(capsys.readouterr().out)
+        result["rc_exit"] = exit_info.value.code
+        return result
+
+    return run

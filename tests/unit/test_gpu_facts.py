@@ -17,16 +17,6 @@ FAKE = FIXTURES / "fake-nvidia-smi"
 VM = SMI / "rtxpro6000-8gpu-vm"
 
 
-def run_module(capsys, **args):
-    from ansible.module_utils.testing import patch_module_args
-
-    with patch_module_args(args), pytest.raises(SystemExit) as exit_info:
-        gpu_facts.main()
-    result = json.loads(capsys.readouterr().out)
-    result["rc_exit"] = exit_info.value.code
-    return result
-
-
 def file_args(machine, **extra):
     directory = SMI / machine
     args = dict(query_csv_path=str(directory / "query.csv"), banner_path=str(directory / "smi.txt"),
@@ -108,8 +98,8 @@ def test_fake_loop_repeats_one_block_per_interval_until_killed():
 
 # --- gpu_facts on saved files ----------------------------------------------
 
-def test_module_on_saved_outputs_of_the_reference_vm(capsys, tmp_path):
-    result = run_module(capsys, **file_args("rtxpro6000-8gpu-vm", infiniband_path=str(tmp_path)))
+def test_module_on_saved_outputs_of_the_reference_vm(run_module, tmp_path):
+    result = run_module(gpu_facts, **file_args("rtxpro6000-8gpu-vm", infiniband_path=str(tmp_path)))
     assert result["changed"] is False
     gpus = result["ansible_facts"]["gpus"]
     assert gpus["count"] == 8
@@ -124,19 +114,19 @@ def test_module_on_saved_outputs_of_the_reference_vm(capsys, tmp_path):
     assert gpus["cuda_lanes"]["13.0"] == {"min_driver": "580.65.06", "supported": False}
 
 
-def test_module_min_driver_rows_extend_the_table(capsys):
-    result = run_module(capsys, **file_args("rtxpro6000-8gpu-vm", min_driver={"13.3": "610.43.02"}))
+def test_module_min_driver_rows_extend_the_table(run_module):
+    result = run_module(gpu_facts, **file_args("rtxpro6000-8gpu-vm", min_driver={"13.3": "610.43.02"}))
     assert result["ansible_facts"]["gpus"]["cuda_lanes"]["13.3"] == {"min_driver": "610.43.02", "supported": False}
 
 
-def test_module_bad_min_driver_row_fails_before_reading_the_gpus(capsys):
-    result = run_module(capsys, nvidia_smi="/nonexistent/nvidia-smi", min_driver={"13.3": "soon"})
+def test_module_bad_min_driver_row_fails_before_reading_the_gpus(run_module):
+    result = run_module(gpu_facts, nvidia_smi="/nonexistent/nvidia-smi", min_driver={"13.3": "soon"})
     assert result["failed"] is True
     assert result["msg"].startswith("min_driver (gpu_preflight_min_driver): row '13.3': 'soon' is not")
 
 
-def test_module_only_query_csv_leaves_the_rest_empty(capsys):
-    result = run_module(capsys, query_csv_path=str(SMI / "h100-8gpu-nvlink" / "query.csv"),
+def test_module_only_query_csv_leaves_the_rest_empty(run_module):
+    result = run_module(gpu_facts, query_csv_path=str(SMI / "h100-8gpu-nvlink" / "query.csv"),
                         driver_version_path="/nonexistent/version")
     gpus = result["ansible_facts"]["gpus"]
     assert gpus["count"] == 8 and gpus["cuda_version"] is None
@@ -144,73 +134,73 @@ def test_module_only_query_csv_leaves_the_rest_empty(capsys):
     assert gpus["open_kernel_module"] is None
 
 
-def test_module_infiniband_directory_with_entries(capsys, tmp_path):
+def test_module_infiniband_directory_with_entries(run_module, tmp_path):
     (tmp_path / "mlx5_0").mkdir()
-    result = run_module(capsys, **file_args("h100-8gpu-nvlink", infiniband_path=str(tmp_path)))
+    result = run_module(gpu_facts, **file_args("h100-8gpu-nvlink", infiniband_path=str(tmp_path)))
     gpus = result["ansible_facts"]["gpus"]
     assert gpus["infiniband"] is True and gpus["nvlink"] is True and gpus["p2p_available"] is True
 
 
-def test_module_unreadable_file_names_it(capsys):
-    result = run_module(capsys, query_csv_path="/nonexistent/query.csv")
+def test_module_unreadable_file_names_it(run_module):
+    result = run_module(gpu_facts, query_csv_path="/nonexistent/query.csv")
     assert result["failed"] is True
     assert "/nonexistent/query.csv" in result["msg"]
 
 
-def test_module_empty_query_fails(capsys, tmp_path):
+def test_module_empty_query_fails(run_module, tmp_path):
     empty = tmp_path / "query.csv"
     empty.write_text(VM.joinpath("query.csv").read_text().splitlines()[0] + "\n")
-    result = run_module(capsys, query_csv_path=str(empty))
+    result = run_module(gpu_facts, query_csv_path=str(empty))
     assert result["failed"] is True and "lists no GPUs" in result["msg"]
 
 
 # --- gpu_facts running nvidia-smi --------------------------------------------
 
-def test_module_runs_the_fake_nvidia_smi(capsys, monkeypatch, tmp_path):
+def test_module_runs_the_fake_nvidia_smi(run_module, monkeypatch, tmp_path):
     monkeypatch.setenv("FAKE_NVIDIA_SMI_DIR", str(VM))
-    result = run_module(capsys, nvidia_smi=str(FAKE), infiniband_path=str(tmp_path),
+    result = run_module(gpu_facts, nvidia_smi=str(FAKE), infiniband_path=str(tmp_path),
                         driver_version_path=str(VM / "driver_version.txt"))
     gpus = result["ansible_facts"]["gpus"]
     assert (gpus["count"], gpus["driver_version"], gpus["cuda_version"]) == (8, "570.172.08", "12.8")
     assert (gpus["p2p_available"], gpus["nvlink"], gpus["open_kernel_module"]) == (False, False, True)
     assert len(gpus["links"]) == 28
-    saved = run_module(capsys, **file_args("rtxpro6000-8gpu-vm", infiniband_path=str(tmp_path)))
+    saved = run_module(gpu_facts, **file_args("rtxpro6000-8gpu-vm", infiniband_path=str(tmp_path)))
     assert gpus == saved["ansible_facts"]["gpus"]
 
 
-def test_module_finds_nvidia_smi_on_path(capsys, monkeypatch, tmp_path):
+def test_module_finds_nvidia_smi_on_path(run_module, monkeypatch, tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     (bindir / "nvidia-smi").symlink_to(FAKE)
     monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_NVIDIA_SMI_DIR", str(SMI / "rtx5090-2gpu"))
-    result = run_module(capsys, driver_version_path=str(SMI / "rtx5090-2gpu" / "driver_version.txt"))
+    result = run_module(gpu_facts, driver_version_path=str(SMI / "rtx5090-2gpu" / "driver_version.txt"))
     gpus = result["ansible_facts"]["gpus"]
     assert gpus["count"] == 2 and gpus["is_blackwell"] is True and gpus["p2p_read"] == {"GPU0-GPU1": "GNS"}
 
 
-def test_module_missing_nvidia_smi_is_actionable(capsys):
-    result = run_module(capsys, nvidia_smi="/opt/none/nvidia-smi")
+def test_module_missing_nvidia_smi_is_actionable(run_module):
+    result = run_module(gpu_facts, nvidia_smi="/opt/none/nvidia-smi")
     assert result["failed"] is True
     assert result["msg"] == ("nvidia-smi not found at /opt/none/nvidia-smi: install the NVIDIA driver "
                              "or set gpu_preflight_nvidia_smi")
 
 
-def test_module_failing_nvidia_smi_reports_its_error(capsys, monkeypatch):
+def test_module_failing_nvidia_smi_reports_its_error(run_module, monkeypatch):
     monkeypatch.setenv("FAKE_NVIDIA_SMI_DIR", "/nonexistent/fake")
-    result = run_module(capsys, nvidia_smi=str(FAKE))
+    result = run_module(gpu_facts, nvidia_smi=str(FAKE))
     assert result["failed"] is True
     assert "rc=2" in result["msg"] and "/nonexistent/fake is not a directory" in result["msg"]
     assert "install the NVIDIA driver" in result["msg"]
 
 
-def test_module_warns_when_topology_fails(capsys, monkeypatch, tmp_path):
+def test_module_warns_when_topology_fails(run_module, monkeypatch, tmp_path):
     partial = tmp_path / "machine"
     partial.mkdir()
     for name in ("query.csv", "smi.txt", "list.txt"):
         (partial / name).write_text((SMI / "rtx5090-2gpu" / name).read_text())
     monkeypatch.setenv("FAKE_NVIDIA_SMI_DIR", str(partial))
-    result = run_module(capsys, nvidia_smi=str(FAKE), driver_version_path="/nonexistent")
+    result = run_module(gpu_facts, nvidia_smi=str(FAKE), driver_version_path="/nonexistent")
     assert "failed" not in result
     assert result["ansible_facts"]["gpus"]["links"] == {}
     # ansible-core 2.19 sends warnings as structured events; the text is inside

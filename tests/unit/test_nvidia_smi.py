@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 from ansible.module_utils.nvidia_smi import (
-    QUERY_FIELDS,
     MIN_DRIVER,
+    QUERY_FIELDS,
     architecture,
     build_gpu_facts,
     cuda_lanes,

@@ -98,15 +98,24 @@ def test_nccl_warn_alone_on_a_healthy_start_is_not_a_failure():
     assert state["ready"] is True and state["failure_kind"] is None
 
 
-def test_generic_traceback_with_nccl_warnings_is_nccl():
-    state = classify_log([
-        "host:1:1 [0] NCCL WARN Call to ibv_create_qp failed",
-        "Traceback (most recent call last):",
-        '  File "x.py", line 1, in <module>',
-        "RuntimeError: something went wrong",
-    ])
+@pytest.mark.parametrize("lines, failure_line", [
+    # a generic traceback after NCCL warnings: nccl, and the warning says why
+    (["host:1:1 [0] NCCL WARN Call to ibv_create_qp failed",
+      "Traceback (most recent call last):",
+      '  File "x.py", line 1, in <module>',
+      "RuntimeError: something went wrong"],
+     "host:1:1 [0] NCCL WARN Call to ibv_create_qp failed"),
+    # traceback frames that quote the error text are not the failure line
+    (["Traceback (most recent call last):",
+      '  File "pynccl_wrapper.py", line 329, in NCCL_CHECK',
+      '    raise RuntimeError(f"NCCL error: {error_str}")',
+      "RuntimeError: NCCL error: invalid usage"],
+     "RuntimeError: NCCL error: invalid usage"),
+])
+def test_nccl_failure_line(lines, failure_line):
+    state = classify_log(lines)
     assert state["failure_kind"] == "nccl"
-    assert state["failure_line"] == "host:1:1 [0] NCCL WARN Call to ibv_create_qp failed"
+    assert state["failure_line"] == failure_line
 
 
 @pytest.mark.parametrize("lines, kind", [
@@ -125,17 +134,6 @@ def test_generic_traceback_with_nccl_warnings_is_nccl():
 ])
 def test_priority_and_single_messages(lines, kind):
     assert classify_log(lines)["failure_kind"] == kind
-
-
-def test_traceback_frames_quoting_error_text_are_not_the_failure_line():
-    state = classify_log([
-        "Traceback (most recent call last):",
-        '  File "pynccl_wrapper.py", line 329, in NCCL_CHECK',
-        '    raise RuntimeError(f"NCCL error: {error_str}")',
-        "RuntimeError: NCCL error: invalid usage",
-    ])
-    assert state["failure_kind"] == "nccl"
-    assert state["failure_line"] == "RuntimeError: NCCL error: invalid usage"
 
 
 def test_newer_decode_line_format_with_comma():

@@ -1,22 +1,13 @@
 """sglang_log_info: the module run in-process, as Ansible runs it."""
-import json
 from pathlib import Path
 
-import pytest
 import sglang_log_info
-from ansible.module_utils.testing import patch_module_args
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "sglang-logs"
 
 
-def run_module(capsys, **args):
-    with patch_module_args(args), pytest.raises(SystemExit):
-        sglang_log_info.main()
-    return json.loads(capsys.readouterr().out)
-
-
-def test_ready_log(capsys):
-    result = run_module(capsys, path=str(LOGS / "tp8-ready.log"))
+def test_ready_log(run_module):
+    result = run_module(sglang_log_info, path=str(LOGS / "tp8-ready.log"))
     assert result["changed"] is False
     assert result["ready"] is True and result["failure_kind"] is None
     assert result["max_total_num_tokens"] == 495488
@@ -26,11 +17,11 @@ def test_ready_log(capsys):
     assert result["tail"] == lines[-40:]
 
 
-def test_failed_journal_export_in_check_mode(capsys, tmp_path):
+def test_failed_journal_export_in_check_mode(run_module, tmp_path):
     journal = tmp_path / "journal.txt"
     journal.write_text("".join(f"Nov 29 09:00:{i % 60:02d} gpu-vm run_tp8.sh[4187]: {line}\n" for i, line in
                                enumerate((LOGS / "not-enough-memory.log").read_text().splitlines())))
-    result = run_module(capsys, path=str(journal), lines_max=3, _ansible_check_mode=True)
+    result = run_module(sglang_log_info, path=str(journal), lines_max=3, _ansible_check_mode=True)
     assert "failed" not in result
     assert result["ready"] is False
     assert result["failure_kind"] == "not_enough_memory"
@@ -39,13 +30,13 @@ def test_failed_journal_export_in_check_mode(capsys, tmp_path):
     assert result["tail"][-1].endswith("Received sigquit from a child process. It usually means the child failed.")
 
 
-def test_unreadable_log_fails_naming_the_path(capsys, tmp_path):
+def test_unreadable_log_fails_naming_the_path(run_module, tmp_path):
     missing = tmp_path / "missing.log"
-    result = run_module(capsys, path=str(missing))
+    result = run_module(sglang_log_info, path=str(missing))
     assert result["failed"] is True
     assert str(missing) in result["msg"]
 
 
-def test_negative_lines_max_is_refused(capsys):
-    result = run_module(capsys, path=str(LOGS / "oom.log"), lines_max=-1)
+def test_negative_lines_max_is_refused(run_module):
+    result = run_module(sglang_log_info, path=str(LOGS / "oom.log"), lines_max=-1)
     assert result["failed"] is True and "lines_max" in result["msg"]
