@@ -38,7 +38,7 @@ def is_secret_name(name: Any) -> bool:
     return words[-1] in _LAST_WORD or any(w in _ANY_WORD for w in words)
 
 
-def secret_names(names) -> list[str]:
+def secret_names(names: Any) -> list[str]:
     """The names among names that hold secrets, in their order."""
     return [str(n) for n in names or [] if is_secret_name(n)]
 
@@ -73,7 +73,7 @@ def _replace(match: re.Match) -> str:
     return f"{match.group('lead')}{quote}{REDACTED}{quote}"
 
 
-def redact_text(text: str | None, values=()) -> str:
+def redact_text(text: str | None, values: Any = ()) -> str:
     """text with the value of every secret-named assignment (``api_key='k'``,
     ``"admin_api_key": "k"``, ``--api-key k``, ``HF_TOKEN=k``) replaced by REDACTED, and every
     occurrence of the given secret values too (those of at least 4 characters)."""
