@@ -51,7 +51,8 @@ options:
   min_driver:
     description:
       - Rows added to (or replacing rows of) the built-in table of the oldest driver per CUDA
-        release, C("MAJOR.MINOR": "driver version"), e.g. for a release newer than the table.
+        release, a CUDA release C(MAJOR.MINOR) mapped to a driver version, e.g. for a release
+        newer than the table.
     type: dict
     default: {}
 author:

@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Ansible module sglang_server_args: the server args as they run, auto resolved from the KV capacity."""
+"""Ansible module sglang_launch_args_info: the server args as they run, auto resolved from the KV capacity."""
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
@@ -7,20 +7,20 @@ from ansible.module_utils.sweep import resolve_server_args
 
 DOCUMENTATION = r"""
 ---
-module: sglang_server_args
+module: sglang_launch_args_info
 short_description: Resolve the SGLang server args as the launch script runs them
 description:
   - Turns the server args (the profile over C(sglang_server_args)) into the args the launch
     script runs with, and the KV capacity in requests.
-  - C(max-running-requests: auto) becomes the KV capacity in requests of C(request_tokens)
+  - C(max-running-requests) C(auto) becomes the KV capacity in requests of C(request_tokens)
     tokens (C(kv_tokens // request_tokens)) once C(kv_tokens) is known, and is left out until
-    then (C(auto_pending)): the first start runs without it. A C(false) or null value is left
-    out (a flag not passed).
+    then (C(auto_pending)), so the first start runs without it. A C(false) or null value is
+    left out (a flag not passed).
   - The rule lives in C(resolve_server_args) of C(module_utils/sweep.py). Runs anywhere,
     changes nothing; check mode gives the same result.
 options:
   args:
-    description: The server args, C(flag: value) without the leading dashes.
+    description: The server args, flag names without the leading dashes mapped to their values.
     type: dict
     default: {}
   kv_tokens:
@@ -36,7 +36,7 @@ author:
 
 EXAMPLES = r"""
 - name: Resolve the effective server args
-  sglang_server_args:
+  sglang_launch_args_info:
     args: "{{ sglang_server_args | combine(sglang_server_profiles['auto']) }}"
     kv_tokens: "{{ sglang_server_kv_tokens | default(none) }}"
     request_tokens: "{{ sglang_server_auto_request_tokens }}"

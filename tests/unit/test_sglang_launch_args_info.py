@@ -1,13 +1,13 @@
-"""sglang_server_args: the module run in-process, as Ansible runs it."""
+"""sglang_launch_args_info: the module run in-process, as Ansible runs it."""
 
-import sglang_server_args
+import sglang_launch_args_info
 
 ARGS = {"model-path": "org/model", "tp-size": 8, "disable-cuda-graph": True, "enable-metrics": False,
         "max-running-requests": "auto", "num-continuous-decode-steps": 8}
 
 
 def test_auto_resolves_once_the_kv_tokens_are_known(run_module):
-    result = run_module(sglang_server_args, args=ARGS, kv_tokens=495488, request_tokens=256)
+    result = run_module(sglang_launch_args_info, args=ARGS, kv_tokens=495488, request_tokens=256)
     assert result["changed"] is False and result["rc_exit"] == 0
     assert result["args"] == {"model-path": "org/model", "tp-size": 8, "disable-cuda-graph": True,
                               "max-running-requests": 1935, "num-continuous-decode-steps": 8}
@@ -16,12 +16,12 @@ def test_auto_resolves_once_the_kv_tokens_are_known(run_module):
 
 def test_first_start_runs_without_auto(run_module):
     # as Ansible passes an unknown capacity: an empty string from "{{ none }}" in a raw option
-    result = run_module(sglang_server_args, args=ARGS, kv_tokens="", request_tokens="256")
+    result = run_module(sglang_launch_args_info, args=ARGS, kv_tokens="", request_tokens="256")
     assert "max-running-requests" not in result["args"]
     assert result["capacity"] is None and result["auto_pending"] is True
 
 
 def test_bad_request_tokens_fail_naming_the_variable(run_module):
-    result = run_module(sglang_server_args, args=ARGS, kv_tokens=495488, request_tokens="many")
+    result = run_module(sglang_launch_args_info, args=ARGS, kv_tokens=495488, request_tokens="many")
     assert result["failed"] is True and result["rc_exit"] == 1
     assert result["msg"] == "sglang_server_auto_request_tokens must be a positive integer, got 'many'"
