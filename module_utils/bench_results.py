@@ -1,6 +1,6 @@
 """The result record (schema_version 1) and the ONE parser for benchmark output.
 
-Every caller (the ``sglang_bench`` and ``sglang_bench_import`` modules, the
+Every caller (the ``sglang_bench`` and ``sglang_bench_records_info`` modules, the
 report) turns client output into records with the functions here, so each
 format is parsed in exactly one place and tested once.
 

@@ -12,7 +12,7 @@ from ansible.module_utils.bench_results import (
 
 DOCUMENTATION = r"""
 ---
-module: sglang_bench_import
+module: sglang_bench_records_info
 short_description: Turn saved SGLang or vLLM benchmark client output into result records
 description:
   - Reads a file of captured client stdout (SGLang's C(bench_serving) /
@@ -50,7 +50,7 @@ author:
 
 EXAMPLES = r"""
 - name: Import an old benchmark log kept from a manual run
-  sglang_bench_import:
+  sglang_bench_records_info:
     path: /srv/bench/run_tp8_c2048.log
     host: gpu-vm-1
     profile: tuned
