@@ -371,6 +371,9 @@ def _merge_run_json(store, provenance):
     merged = dict(existing)
     for key in ("hosts", "profiles"):
         merged[key] = dict(existing.get(key) or {}, **(provenance.get(key) or {}))
+    for host, facts in (existing.get("hosts") or {}).items():
+        if "missing" not in facts and "missing" in merged["hosts"][host]:
+            merged["hosts"][host] = facts  # missing from a later sweep only: its facts stay
     if merged != existing:
         store.write_run_json(merged, replace=True)
 

@@ -468,6 +468,12 @@ def run_point(params, runner=subprocess.run, now=time.time):
         for key, value in asked.items():
             if record.get(key) is None:
                 record[key] = value
+        if (record.get("failed") or 0) > 0:
+            # Some requests got no answer (the server died or refused them mid-point): the
+            # numbers are kept, but they are not a measurement of the configuration.
+            record["status"] = "failed"
+            record["error"] = (f"{record['failed']} of {(record.get('completed') or 0) + record['failed']} requests "
+                               "failed (the server stopped answering or refused them); see the server's log")
     raw = {"txt": _tail(stdout + ("\n--- stderr ---\n" + stderr if stderr else ""))}
     if jsonl_text:
         raw["jsonl"] = _tail(jsonl_text)

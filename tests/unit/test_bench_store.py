@@ -168,7 +168,7 @@ def test_a_resumed_plan_returns_what_the_interrupted_sweep_left_to_collect(tmp_p
     ones whose telemetry never came home, and where the profile's log excerpt starts."""
     bench_store.action_plan(plan_params(tmp_path, "r"))
     points = bench_store.action_plan(plan_params(tmp_path, "r"))["points"]["h1"]
-    for point, start in zip(points[:2], (1000.5, 1100.0)):
+    for point, start in zip(points[:2], (1000.5, 1100.0), strict=True):
         bench_store.action_store(store_params(tmp_path, "r", point, ok_record(point, 1000.0 * start),
                                               window={"start": start, "end": start + 50}))
     RunStore(tmp_path, "r").append_telemetry([{"host": "h1", "profile": "tuned", "max_concurrency": 256,

@@ -1,0 +1,183 @@
+"""Faults against the two deployed stand-in hosts, driven as an operator would: the playbooks run
+with ansible-runner (scripts/playbook_run.py) or, where the controller itself is killed, as a
+plain ansible-playbook process. The tests run in order; each leaves both servers healthy on the
+baseline profile."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
+sys.path.insert(0, str(REPO / "scripts"))
+import playbook_run  # noqa: E402
+
+SCENARIO = Path(__file__).resolve().parents[1]
+INVENTORY = Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent
+RESULTS = REPO / ".cache" / "molecule-faults-results"
+HOSTS = ("sglpb-faults-1", "sglpb-faults-2")
+KINDS = {"oom": "torch.OutOfMemoryError: CUDA out of memory",
+         "not_enough_memory": "Not enough memory. Please try to increase --mem-fraction-static",
+         "nccl": "NCCL error",
+         "port_in_use": "address already in use"}
+ENV = {"ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+
+
+def play(tmp_path, playbook, extra=None, limit=None):
+    return playbook_run.run(playbook, INVENTORY, tmp_path / f"runner-{time.monotonic_ns()}", extravars=extra,
+                            limit=limit, envvars=ENV, timeout=600)
+
+
+def records(run_id):
+    path = RESULTS / run_id / "records.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def key(record):
+    return (record["host"], record["profile"], record["max_concurrency"], record["repeat"], record["status"])
+
+
+def server_args(host):
+    out = subprocess.run(["podman", "exec", host, "curl", "-sf", "-H", "Authorization: Bearer molecule-faults-key-0123",
+                          "http://127.0.0.1:30000/server_info"], capture_output=True, text=True, check=False)
+    return json.loads(out.stdout) if out.returncode == 0 else None
+
+
+def test_each_startup_failure_is_reported_within_5s_with_its_kind_and_log_tail(tmp_path):
+    outcomes_file = tmp_path / "outcomes.json"
+    run = play(tmp_path, SCENARIO / "startup-faults.yml", extra={"faults_outcomes_file": str(outcomes_file)})
+    assert run.rc == 0, run.explain()
+    outcomes = json.loads(outcomes_file.read_text())
+    print(json.dumps({k: {x: v[x] for x in ("failure_kind", "elapsed_s", "task")} for k, v in outcomes.items()}))
+    for kind, line in KINDS.items():
+        got = outcomes[kind]
+        assert got["failed"] and got["failure_kind"] == kind, got
+        assert got["elapsed_s"] < 5, got
+        assert f"SGLang server failed during startup ({kind})" in got["msg"] or f"fatal error ({kind})" in got["msg"], got
+        assert any(line in entry for entry in got["log_tail"]), got["log_tail"]
+    foreign = outcomes["foreign"]
+    assert foreign["failed"] and foreign["failure_kind"] == "port_held", foreign
+    assert foreign["task"] == "Check no other process holds the server's port"
+    assert "port 30000 is held by pid" in foreign["msg"] and "http.server 30000" in foreign["msg"], foreign
+    assert "The server was not restarted" in foreign["msg"]
+    hang = outcomes["hang"]
+    assert hang["failed"] and hang["failure_kind"] == "timeout", hang
+    assert 6 <= hang["elapsed_s"] < 11, hang
+    assert "not healthy at http://127.0.0.1:30000/health_generate after 6s" in hang["msg"]
+    assert hang["log_tail"], hang  # the last log lines come with it
+
+
+def test_one_command_restores_the_last_good_configuration(tmp_path):
+    # Host 1 was left on the hang profile; host 2 untouched. One command puts back what last ran well.
+    script = subprocess.run(["podman", "exec", HOSTS[0], "cat", "/opt/sglang/run_tp8.sh"], capture_output=True,
+                            text=True, check=True).stdout
+    assert "standin-fault" in script
+    started = time.monotonic()
+    run = play(tmp_path, "restart.yml", extra={"sglang_rollback": True})
+    print(f"rollback took {time.monotonic() - started:.1f} s")
+    assert run.rc == 0, run.explain()
+    for host in HOSTS:
+        info = server_args(host)
+        assert info and info["max_running_requests"] == 128 and not info["standin_settings"]["fault"], info
+        restored = run.result("Put the last good configuration back", host)
+        assert (host == HOSTS[0]) == ("run_tp8.sh" in " ".join(restored["files"])), restored
+    script = subprocess.run(["podman", "exec", HOSTS[0], "cat", "/opt/sglang/run_tp8.sh"], capture_output=True,
+                            text=True, check=True).stdout
+    assert "standin-fault" not in script
+
+
+def test_a_server_crashing_mid_sweep_keeps_the_finished_points_and_ends_clearly(tmp_path):
+    run = play(tmp_path, "restart.yml", extra={"sglang_profile": "fault_crash"}, limit=HOSTS[0])
+    assert run.rc == 0, run.explain()
+    run = play(tmp_path, "benchmark.yml", limit=HOSTS[0],
+               extra={"bench_run_id": "crash", "sglang_benchmark_stop_on_failure": True})
+    assert run.rc != 0
+    failure = [f for f in run.failures if f.host == HOSTS[0]][0]
+    assert failure.task == "Stop on the failed point (sglang_benchmark_stop_on_failure)", run.explain()
+    assert "the point at concurrency 8 failed" in failure.text(), failure.text()
+    assert f"it is recorded in {RESULTS}/crash/records.jsonl" in failure.text()
+    got = records("crash")
+    assert [(r["max_concurrency"], r["status"]) for r in got] == [(4, "ok"), (8, "failed")], got
+    assert got[1]["error"] and got[0]["completed"] == 20
+    # Back on the good profile for the next tests.
+    run = play(tmp_path, "restart.yml", extra={"sglang_profile": "baseline"}, limit=HOSTS[0])
+    assert run.rc == 0, run.explain()
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """An uninterrupted sweep of both hosts: its records and its wall time."""
+    started = time.monotonic()
+    run = play(tmp_path_factory.mktemp("reference"), "benchmark.yml", extra={"bench_run_id": "reference"})
+    assert run.rc == 0, run.explain()
+    return records("reference"), time.monotonic() - started
+
+
+def client_processes():
+    """Benchmark clients still running on the controller."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--max-concurrency" in cmd and b"--base-url" in cmd:
+            found.append(int(pid))
+    return found
+
+
+def test_a_controller_killed_mid_sweep_resumes_to_the_same_records(tmp_path, reference):
+    expected, wall = reference
+    assert len(expected) == 8 and all(r["status"] == "ok" for r in expected)
+    rng = random.Random(os.environ.get("FAULTS_SEED", "faults"))
+    kills = []
+    for _ in range(3):
+        proc = subprocess.Popen(
+            [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(INVENTORY), str(REPO / "playbooks" / "benchmark.yml"),
+             "-e", "bench_run_id=killed"], cwd=REPO, env={**os.environ, **ENV}, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True)
+        at = rng.uniform(0.3, 0.9) * wall
+        try:
+            proc.wait(at)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the controller dies: ansible-playbook and its workers
+            proc.wait()
+        kills.append((round(at, 1), len(records("killed"))))
+    time.sleep(2)
+    assert client_processes() == [], "a benchmark client outlived the killed controller"
+    for _ in range(3):
+        run = play(tmp_path, "benchmark.yml", extra={"bench_run_id": "killed"})
+        if run.rc == 0:
+            break
+    print(f"reference sweep {wall:.1f} s; kills at (s, records so far): {kills}")
+    assert run.rc == 0, run.explain()
+    got = records("killed")
+    assert len(got) == len({key(r) for r in got}), "a point was recorded twice"
+    assert sorted(key(r) for r in got) == sorted(key(r) for r in expected)
+    # The interrupted sweeps' log excerpts and telemetry came home with the resume.
+    logs = sorted(p.name for p in (RESULTS / "killed" / "logs").iterdir())
+    assert logs == [f"{h}-baseline.log" for h in HOSTS], logs
+
+
+def test_one_unreachable_host_of_two(tmp_path, reference):
+    expected, _ = reference
+    subprocess.run(["podman", "pause", HOSTS[1]], check=True)
+    try:
+        run = play(tmp_path, "benchmark.yml", extra={"bench_run_id": "unreachable"})
+    finally:
+        subprocess.run(["podman", "unpause", HOSTS[1]], check=True)
+    assert run.rc != 0
+    assert [f.host for f in run.failures] == [HOSTS[1]], run.explain()
+    got = records("unreachable")
+    assert sorted(key(r) for r in got) == sorted(key(r) for r in expected if r["host"] == HOSTS[0])
+    run_json = json.loads((RESULTS / "unreachable" / "run.json").read_text())
+    assert "unreachable" in run_json["hosts"][HOSTS[1]]["missing"], run_json["hosts"]
+    report = (RESULTS / "unreachable" / "report.md").read_text()
+    assert f"Host **{HOSTS[1]}**: no results" in report, report[:2000]
