@@ -9,11 +9,28 @@ while the running batch is below max_running_requests and their tokens (prompt +
 max_new_tokens) fit in the KV pool, get their first token from a prefill step, and
 then one token per decode step. Decode steps run in rounds of
 num_continuous_decode_steps, and the scheduling overhead is paid once per round.
+
+The trade-offs a tuner meets (each coefficient is a field of PerfModel, set by a
+landscape file: landscape.py, landscapes/*.yaml):
+
+- num_continuous_decode_steps: a longer round pays the scheduling overhead less often
+  (throughput up), but new requests join only between rounds (TTFT up), and a request
+  that finishes inside a round keeps round_finish_waste of its decode cost until the round
+  ends (step time, so TPOT, up).
+- max_running_requests above the KV capacity: requests are admitted on an estimate of
+  new_token_ratio x max_new_tokens; when the growing batch overflows the KV pool, the
+  scheduler retracts the least advanced requests (SGLang's retract_decode): they go back
+  to the head of the queue and are prefilled again with their tokens so far (wasted work).
+- chunked prefill (with chunked_prefill): a prefill batch holds at most
+  chunked-prefill-size tokens, and a decode round runs between two chunks while requests
+  wait: a small chunk keeps decoding smooth (TPOT) at the cost of TTFT and of
+  prefill_chunk_s per extra chunk; a large one fills the batch at once.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,12 +55,22 @@ class PerfModel:
     moe_per_expert_token_s: float = 1.8e-5
     prefill_base_s: float = 0.03
     prefill_per_token_s: float = 1.0e-5
+    #: Share of max_new_tokens reserved in the KV pool at admission (SGLang's new-token
+    #: ratio); 1.0 reserves the whole request, so the pool never overflows (no retraction).
+    new_token_ratio: float = 1.0
+    #: Share of its decode cost a request that finished inside a round still costs until the
+    #: round ends (its slot is freed only when the next round is scheduled).
+    round_finish_waste: float = 0.0
+    #: Whether --chunked-prefill-size bounds a prefill batch (and decode runs between chunks).
+    chunked_prefill: bool = False
+    #: Extra cost of each prefill step that a chunk bound cut short.
+    prefill_chunk_s: float = 0.0
 
     def experts_batch(self, batch: int) -> float:
         """Tokens each expert sees in one decode step (the reference: 2048 x 8 / 256 = 64)."""
         return batch * self.top_k / self.num_experts
 
-    def decode_step_s(self, batch: int) -> float:
+    def decode_step_s(self, batch: float) -> float:
         moe = self.num_experts * (
             self.moe_per_expert_s + self.moe_per_expert_token_s * self.experts_batch(batch)
         )
@@ -66,8 +93,10 @@ class Request:
     arrival: float = 0.0
     first_token_at: float | None = None
     finished_at: float | None = None
-    admitted: bool = False
+    admitted: bool = False  # in the running batch now
     aborted: bool = False
+    reservation: int = 0  # KV tokens reserved for it at admission
+    epoch: int = 0  # admissions so far (a retracted request is admitted again)
 
     @property
     def reserved_tokens(self) -> int:
@@ -84,12 +113,18 @@ class Step:
 class Scheduler:
     def __init__(self, total_tokens: int, max_running_requests: int,
                  continuous_decode_steps: int = 1, model: PerfModel | None = None,
-                 max_prefill_tokens: int = 16384):
+                 max_prefill_tokens: int = 16384, chunked_prefill_size: int | None = None):
         self.total_tokens = total_tokens
         self.max_running_requests = max(1, max_running_requests)
         self.continuous_decode_steps = max(1, continuous_decode_steps)
         self.model = model or PerfModel()
         self.max_prefill_tokens = max_prefill_tokens
+        if self.model.chunked_prefill and chunked_prefill_size and chunked_prefill_size > 0:
+            self.max_prefill_tokens = min(max_prefill_tokens, chunked_prefill_size)
+        self.full_reserved = 0  # sum of whole requests (input + max_new) running
+        self.retractions = 0
+        self._finished_in_round = 0
+        self._prefill_cut = False
         self.waiting: deque[Request] = deque()
         self.running: dict[str, Request] = {}
         self.reserved = 0
@@ -98,15 +133,17 @@ class Scheduler:
         self.clock = 0.0  # modelled seconds of work done
         self.generated_tokens = 0
         self.completed_requests = 0
-        self._finish_heap: list = []  # (decode step that finishes it, seq, request)
+        self._finish_heap: list = []  # (decode step that finishes it, seq, epoch, request)
         self._seq = 0
 
     # -- queries ---------------------------------------------------------
     def generated(self, req: Request) -> int:
         if req.finished_tokens is not None:
             return req.finished_tokens
-        if not req.admitted or req.first_token_at is None:
+        if req.first_token_at is None:
             return 0
+        if not req.admitted:  # retracted: waits with the tokens it had
+            return req.base_tokens
         return req.base_tokens + self.decode_steps - req.decode_start
 
     def used_tokens(self) -> int:
@@ -115,8 +152,16 @@ class Scheduler:
     def has_work(self) -> bool:
         return bool(self.waiting or self.running)
 
+    def reservation(self, req: Request) -> int:
+        """KV tokens to reserve when admitting req: its tokens so far and the estimate of the rest."""
+        done = self.generated(req)
+        left = req.max_new_tokens - done
+        if self.model.new_token_ratio >= 1:
+            return req.input_len + done + left
+        return req.input_len + done + math.ceil(self.model.new_token_ratio * left)
+
     def fits(self, req: Request) -> bool:
-        return self.reserved + req.reserved_tokens <= self.total_tokens
+        return self.reserved + self.reservation(req) <= self.total_tokens
 
     # -- mutation --------------------------------------------------------
     def add(self, req: Request) -> None:
@@ -131,7 +176,7 @@ class Scheduler:
     def abort(self, req: Request) -> None:
         """Drop a request (client went away): frees its KV reservation."""
         req.aborted = True
-        if req.rid in self.running:
+        if req.admitted:
             self._finish(req)
         else:
             try:
@@ -144,15 +189,27 @@ class Scheduler:
         overhead = 0.0
         if self.round_left <= 0 or not self.running:
             overhead = self.model.schedule_overhead_s
-            admitted = self._admit()
+            self._finished_in_round = 0
+            admitted = [] if self._prefill_cut and self.running else self._admit()
+            self._prefill_cut = False
             if admitted:
                 self.round_left = 0
-                tokens = sum(r.input_len for r in admitted)
-                return Step("prefill", overhead + self.model.prefill_s(tokens), admitted)
+                tokens = sum(r.input_len + r.base_tokens for r in admitted)
+                duration = overhead + self.model.prefill_s(tokens)
+                if self.model.chunked_prefill and self.waiting and self.fits(self.waiting[0]) \
+                        and len(self.running) < self.max_running_requests:
+                    self._prefill_cut = True  # the chunk bound cut this batch: decode first
+                    duration += self.model.prefill_chunk_s
+                return Step("prefill", duration, admitted)
             if not self.running:
                 return None
             self.round_left = self.continuous_decode_steps
-        return Step("decode", overhead + self.model.decode_step_s(len(self.running)))
+        if self.full_reserved > self.total_tokens:
+            self._retract()
+        batch: float = len(self.running)
+        if self.model.round_finish_waste and self._finished_in_round:
+            batch += self.model.round_finish_waste * self._finished_in_round
+        return Step("decode", overhead + self.model.decode_step_s(batch))
 
     def complete(self, step: Step) -> list[Request]:
         """Apply a planned step; returns the requests that got tokens in it."""
@@ -160,25 +217,28 @@ class Scheduler:
         if step.kind == "prefill":
             progressed = [r for r in step.requests if not r.aborted]
             for req in progressed:
-                req.first_token_at = self.clock
-                req.base_tokens = 1
+                if req.first_token_at is None:
+                    req.first_token_at = self.clock
+                    req.base_tokens = 1
+                    self.generated_tokens += 1
                 req.decode_start = self.decode_steps
-                self.generated_tokens += 1
-                if req.max_new_tokens <= 1:
+                if req.base_tokens >= req.max_new_tokens:
                     self._finish(req)
                 else:
                     self._seq += 1
-                    finish_step = self.decode_steps + req.max_new_tokens - 1
-                    heapq.heappush(self._finish_heap, (finish_step, self._seq, req))
+                    finish_step = self.decode_steps + req.max_new_tokens - req.base_tokens
+                    heapq.heappush(self._finish_heap, (finish_step, self._seq, req.epoch, req))
             return progressed
         self.round_left -= 1
         self.decode_steps += 1
         self.generated_tokens += len(self.running)
         progressed = list(self.running.values())
         while self._finish_heap and self._finish_heap[0][0] <= self.decode_steps:
-            req = heapq.heappop(self._finish_heap)[2]
-            if not req.aborted:
+            _, _, epoch, req = heapq.heappop(self._finish_heap)
+            if not req.aborted and req.admitted and epoch == req.epoch:
                 self._finish(req)
+                if self.round_left > 0:
+                    self._finished_in_round += 1
         return progressed
 
     def _admit(self) -> list[Request]:
@@ -191,21 +251,59 @@ class Scheduler:
             if admitted and tokens + req.input_len > self.max_prefill_tokens:
                 break
             self.waiting.popleft()
+            req.reservation = self.reservation(req)
             req.admitted = True
+            req.epoch += 1
             self.running[req.rid] = req
-            self.reserved += req.reserved_tokens
-            tokens += req.input_len
+            self.reserved += req.reservation
+            self.full_reserved += req.reserved_tokens
+            tokens += req.input_len + req.base_tokens
             admitted.append(req)
         return admitted
+
+    def _release(self, req: Request) -> None:
+        self.running.pop(req.rid)
+        req.admitted = False
+        self.reserved -= req.reservation
+        self.full_reserved -= req.reserved_tokens
+
+    def _retract(self) -> None:
+        """SGLang's retract_decode: when the next decode step would overflow the KV pool, the
+        least advanced requests go back to the head of the queue with their tokens so far,
+        to be prefilled again (their KV is recomputed: wasted work)."""
+        used = self.used_tokens()
+        if used + len(self.running) <= self.total_tokens:
+            return
+        victims = sorted(self.running.values(), key=lambda r: (self.generated(r), r.decode_start))
+        for req in victims:
+            if used + len(self.running) <= self.total_tokens or len(self.running) <= 1:
+                break
+            done = self.generated(req)
+            used -= req.input_len + done
+            req.base_tokens = done
+            self._release(req)
+            self.waiting.appendleft(req)
+            self.retractions += 1
 
     def _finish(self, req: Request) -> None:
         if req.finished_tokens is None:
             req.finished_tokens = self.generated(req)
         req.finished_at = self.clock
-        if self.running.pop(req.rid, None) is not None:
-            self.reserved -= req.reserved_tokens
+        if req.admitted:
+            self._release(req)
             if not req.aborted:
                 self.completed_requests += 1
+
+
+def percentile(values: list[float], pct: float) -> float | None:
+    """numpy.percentile's default (linear between the closest ranks), as the benchmark client uses."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    rank = (len(ordered) - 1) * pct / 100
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 @dataclass
@@ -215,6 +313,17 @@ class BenchResult:
     duration_s: float
     input_tokens: int
     output_tokens: int
+    #: Per completed request, in modelled seconds: time to first token (from reaching the
+    #: scheduler) and time per output token after the first.
+    ttft_s: list[float] = field(default_factory=list, repr=False)
+    tpot_s: list[float] = field(default_factory=list, repr=False)
+    retractions: int = 0
+
+    def latency_ms(self, name: str) -> dict[str, float | None]:
+        """{median, p90, p99} of ttft or tpot in milliseconds, as the client reports them."""
+        values = [v * 1000 for v in getattr(self, f"{name}_s")]
+        return {key: percentile(values, pct) for key, pct in
+                (("median", 50), ("p90", 90), ("p95", 95), ("p99", 99))}
 
     @property
     def output_throughput(self) -> float:
@@ -238,6 +347,9 @@ def simulate_benchmark(scheduler: Scheduler, concurrency: int, num_prompts: int,
     pending: deque[tuple] = deque()  # (time it reaches the scheduler, request)
     issued = 0
     last_arrival = 0.0
+    ttft: list[float] = []
+    tpot: list[float] = []
+    retractions_before = scheduler.retractions
 
     def issue() -> None:
         nonlocal issued, last_arrival
@@ -259,11 +371,18 @@ def simulate_benchmark(scheduler: Scheduler, concurrency: int, num_prompts: int,
             scheduler.clock = pending[0][0]
             continue
         before = scheduler.completed_requests
-        scheduler.complete(step)
+        progressed = scheduler.complete(step)
         newly = scheduler.completed_requests - before
         completed += newly
+        if newly:
+            for req in progressed:
+                if req.finished_at == scheduler.clock and req.finished_tokens is not None:
+                    ttft.append(req.first_token_at - req.arrival)
+                    if req.finished_tokens > 1:
+                        tpot.append((req.finished_at - req.first_token_at) / (req.finished_tokens - 1))
         for _ in range(newly):
             if issued < num_prompts:
                 issue()
     return BenchResult(concurrency, num_prompts, scheduler.clock - start,
-                       input_len * num_prompts, output_len * num_prompts)
+                       input_len * num_prompts, output_len * num_prompts, ttft, tpot,
+                       scheduler.retractions - retractions_before)
