@@ -127,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Routed experts of the modelled MoE (default 256).")
     s.add_argument("--standin-top-k", type=int, default=None,
                    help="Experts per token of the modelled MoE (default 8).")
+    s.add_argument("--standin-landscape", default=None,
+                   help="A landscape file (YAML): the performance model's coefficients "
+                   "(default: the reference VM's; see sglang_standin/landscapes/).")
     return parser
 
 
@@ -139,6 +142,7 @@ STANDIN_SETTINGS = (
     ("standin_decode_log_interval", int, 40),
     ("standin_num_experts", int, 256),
     ("standin_top_k", int, 8),
+    ("standin_landscape", str, None),
 )
 
 
@@ -226,7 +230,14 @@ def parse_args(argv: Sequence[str] | None = None,
     except (OSError, ValueError) as exc:
         parser.error(f"--config: {exc}")
     args, unknown = parser.parse_known_args(argv)
+    from . import landscape  # the landscape's values are the defaults of the settings it holds
+    try:
+        args.standin_model = landscape.load(args.standin_landscape
+                                            or environ.get("SGLANG_STANDIN_LANDSCAPE"))
+    except (OSError, ValueError) as exc:
+        parser.error(f"--standin-landscape: {exc}")
     for attr, convert, default in STANDIN_SETTINGS:
+        default = args.standin_model.get(attr.removeprefix("standin_"), default)
         if getattr(args, attr) is None:
             env_name = "SGLANG_" + attr.upper()
             raw = environ.get(env_name)
@@ -249,7 +260,7 @@ def kv_tokens(args: argparse.Namespace) -> int:
     fraction = args.mem_fraction_static
     if fraction is None or fraction == REFERENCE_MEM_FRACTION:
         return base
-    weights = 0.62
+    weights = getattr(args, "standin_model", {}).get("weights_fraction", 0.62)
     return max(0, int(base * (fraction - weights) / (REFERENCE_MEM_FRACTION - weights)))
 
 

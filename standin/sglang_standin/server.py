@@ -9,9 +9,9 @@ import os
 import time
 import uuid
 
-from . import SGLANG_VERSION, __version__, config, faults, logs, tokenizer
+from . import SGLANG_VERSION, __version__, config, faults, landscape, logs, tokenizer
 from .httpserver import HTTPServer, Request, Response, json_response, parse_bearer
-from .model import PerfModel, Scheduler
+from .model import Scheduler
 from .model import Request as EngineRequest
 
 HEALTH_PATHS = ("/health", "/ready", "/metrics")  # SGLang exempts these prefixes from the API key
@@ -128,7 +128,8 @@ class StandinServer:
         self.total_tokens = config.kv_tokens(args)
         self.max_running = config.max_running_requests(args, max(self.total_tokens, 1))
         self.context_len = config.context_length(args)
-        self.model = PerfModel(num_experts=args.standin_num_experts, top_k=args.standin_top_k)
+        self.model = landscape.perf_model(args.standin_model, num_experts=args.standin_num_experts,
+                                          top_k=args.standin_top_k)
         self.engine: Engine | None = None
         self.ready = False
         self.start_time = time.time()
@@ -149,7 +150,8 @@ class StandinServer:
         log.info("Init torch distributed ends. elapsed=%.2f s, mem usage=0.58 GB", delay * 0.05)
         log.info("Load weight begin. avail mem=%.2f GB", GPU_MEMORY_GB - 0.95)
         await asyncio.sleep(delay * 0.45)
-        if self.fault == "oom":
+        if self.fault == "oom" or landscape.startup_failure(
+                args.standin_model, args.mem_fraction_static, self.total_tokens) == "oom":
             faults.scheduler_exception("oom")
         quant = f"quant={args.quantization}, " if args.quantization else ""
         weights_gb = 58.91
@@ -182,7 +184,7 @@ class StandinServer:
         )
         scheduler = Scheduler(self.total_tokens, self.max_running,
                               args.num_continuous_decode_steps, self.model,
-                              args.max_prefill_tokens)
+                              args.max_prefill_tokens, args.chunked_prefill_size)
         self.engine = Engine(args, scheduler)
         if self.fault == "crash_after":
             self.engine.crash_after = self.fault_arg
