@@ -474,9 +474,13 @@ def main():
     if module.check_mode and action != "validate":
         module.exit_json(changed=False, skipped=True, msg=f"check mode: action={action} not run")
     try:
-        module.exit_json(**dict({"changed": False}, **ACTIONS[action](module.params)))
+        result = dict({"changed": False}, **ACTIONS[action](module.params))
     except (ValueError, ResultStoreError) as exc:
         module.fail_json(msg=str(exc))
+    if result.get("torn"):
+        module.warn(f"records.jsonl ended in a torn line (a writer killed mid-append, or a full disk): it was "
+                    f"set aside in {result['torn']} before this record was appended; the point it held runs again")
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":
