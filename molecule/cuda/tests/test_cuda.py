@@ -73,22 +73,3 @@ def test_apt_still_works_with_the_source(host):
     cmd = host.run("apt-get update -o Dir::Etc::SourceList=%s -o Dir::Etc::SourceParts=-", SOURCES)
     assert cmd.rc == 0, cmd.stderr
     assert "E:" not in cmd.stderr and "W:" not in cmd.stderr
-
-
-def test_deploy_state_record_names_what_the_role_made(host):
-    """The CUDA part of deploy.yml's fast-path record: the files the role manages as they are on
-    the host (the legacy .list as absent), the pinned toolkit and the held driver."""
-    import json
-
-    state = json.loads(host.file("/var/lib/sglang-playbooks/deploy-state.json").content_string)
-    files = state["snapshot"]["files"]
-    assert files["/etc/apt/sources.list.d/cuda-debian12-x86_64.list"] == {"type": "absent"}
-    for path in (SOURCES, KEYRING, "/etc/apt/keyrings/cuda-archive-keyring.asc", f"{HOME}/bin/nvcc",
-                 "/etc/profile.d/cuda.sh", "/etc/ld.so.conf.d/cuda-12-8.conf"):
-        assert files[path]["type"] == "file", path
-        assert files[path]["sha256"] == host.file(path).sha256sum, path
-    packages = state["snapshot"]["packages"]
-    assert packages["cuda-toolkit-12-8"] == {"cuda-toolkit-12-8": {"version": "12.8.1-1", "hold": False}}
-    assert packages["nvidia-driver-*"] == {"nvidia-driver-570": {"version": host.package("nvidia-driver-570").version,
-                                                                 "hold": True}}
-    assert packages["gpg"]["gpg"]["version"] == host.package("gpg").version

@@ -151,19 +151,19 @@ def test_kv_capacity_recorded(host):
 
 
 def test_deploy_record_for_the_fast_path(host):
-    """The full deploy recorded what it left (root only, no secret in it) for the next run."""
+    """The full deploy recorded the files its unit runs from and those beside its env file and
+    script (root only, no secret in it) for the next run."""
     directory, record = host.file("/var/lib/sglang-playbooks"), host.file("/var/lib/sglang-playbooks/deploy-state.json")
     assert directory.user == "root" and directory.mode == 0o700
     assert record.user == "root" and record.mode == 0o600
     state = json.loads(record.content_string)
     assert len(state["fingerprint"]) == 64 and state["unit"] == "sglang.service"
-    files = state["snapshot"]["files"]
     env = host.file("/etc/sglang/sglang.env")
-    assert files["/etc/sglang/sglang.env"] == {"type": "file", "mode": "0600", "uid": 0, "gid": 0,
-                                               "size": env.size, "sha256": env.sha256sum}
-    assert files[SCRIPT]["sha256"] == host.file(SCRIPT).sha256sum
-    assert state["snapshot"]["users"]["sglang"]["shell"] == "/usr/sbin/nologin"
-    assert state["snapshot"]["packages"]["python3-venv"]["python3-venv"]["version"]
+    assert {"/etc/systemd/system/sglang.service", "/etc/sglang/sglang.env", "/etc/sglang/secret-args.yaml",
+            SCRIPT, "/opt/sglang/kv-capacity.json"} <= set(state["files"])
+    assert state["files"]["/etc/sglang/sglang.env"] == {"type": "file", "mode": "0600", "uid": 0, "gid": 0,
+                                                        "sha256": env.sha256sum}
+    assert state["files"][SCRIPT]["sha256"] == host.file(SCRIPT).sha256sum
     assert state["server"] == {"url": "http://127.0.0.1:30000", "endpoint": "/health_generate",
                                "auto_request_tokens": 256}
     assert "molecule-test-key-0123" not in record.content_string
