@@ -202,3 +202,12 @@ def test_run_tracked_records_the_pid_and_kills_the_group_at_the_timeout(tmp_path
     assert "started" in caught.value.stdout and not path.exists()
     done = sglang_bench.run_tracked([sys.executable, "-c", "print('ok')"], str(path), timeout=10)
     assert done.returncode == 0 and done.stdout == "ok\n" and not path.exists()
+
+
+def test_a_point_with_failed_requests_is_a_failed_point_that_keeps_its_numbers():
+    """The server died mid-point: the client still wrote a result, with some requests failed."""
+    line = json.loads(JSONL)
+    line.update(completed=6, failed=14)
+    record, *_ = sglang_bench.run_point(PARAMS, runner=fake_runner(stdout="", jsonl=json.dumps(line)))
+    assert record["status"] == "failed" and record["completed"] == 6 and record["failed"] == 14
+    assert record["error"].startswith("14 of 20 requests failed (the server stopped answering or refused them)")
