@@ -6,16 +6,14 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: sglang_deploy_state
-short_description: Record a finished deploy on the host, or check the host still runs it unchanged
+short_description: Record a full deploy on the host, or check the host still runs it unchanged
 description:
-  - C(state=record) (after a full deploy) writes to I(path) (0600, in a 0700 directory) the deploy's
-    I(fingerprint), how to reach the server, and the files the systemd I(unit) runs from (its unit
-    file and drop-ins, its EnvironmentFile= files and its ExecStart program, as systemd names them)
-    with their type, mode, owner and sha256. It reports changed only when that record changes.
-  - C(state=check) reports C(current=true) only when the record's fingerprint is I(fingerprint), those
-    files are unchanged, the unit is enabled and active with no pending daemon-reload, and the
-    server answers its health endpoint. Otherwise C(reasons) says what differs. It never changes
-    the host.
+  - C(state=record) writes to I(path) (0600, in a 0700 directory) the I(fingerprint), the I(unit),
+    the I(server) settings and the files the unit runs from (module_utils/deploy_state.py) with
+    their type, mode, owner and sha256. Changed only when that record changes.
+  - C(state=check) returns C(current=true) only when the record's fingerprint is I(fingerprint),
+    those files are unchanged, the unit is enabled and active with no pending daemon-reload and
+    the server answers its health endpoint; otherwise C(reasons). It never changes the host.
 options:
   state:
     description: C(check) or C(record).
@@ -27,22 +25,21 @@ options:
     type: path
     default: /var/lib/sglang-playbooks/deploy-state.json
   fingerprint:
-    description: Digest of the deploy's inputs (the deploy_fingerprint lookup); an empty one never matches.
+    description: The deploy_fingerprint lookup's digest; an empty one never matches.
     type: str
     default: ""
   unit:
     description: (record) The server's systemd unit.
     type: str
   server:
-    description: (record) How to reach the server, C(url) and C(endpoint), and anything the playbook
-      wants back from a check (e.g. C(auto_request_tokens)).
+    description: (record) C(url) and C(endpoint) of the server's health check, and what else a check should return.
     type: dict
     default: {}
   api_key:
     description: (check) API key for the health probe and /server_info.
     type: str
   request_timeout:
-    description: (check) Seconds for the health probe and /server_info.
+    description: (check) Seconds for each request.
     type: float
     default: 10
 """
@@ -63,16 +60,16 @@ EXAMPLES = r"""
 
 RETURN = r"""
 current:
-  description: (check) True when the host runs the recorded deploy unchanged and healthy.
+  description: True when the host runs the recorded deploy unchanged and healthy.
   type: bool
   returned: always
 reasons:
-  description: (check) What differs, one line each; empty when current.
+  description: (check) What differs, one line each.
   type: list
   elements: str
   returned: always
 recorded_at:
-  description: When the record was written (UTC, ISO 8601), or null.
+  description: When the record was written (UTC, ISO 8601).
   type: str
   returned: always
 server:
@@ -80,7 +77,7 @@ server:
   type: dict
   returned: always
 files:
-  description: The files the unit runs from, as recorded.
+  description: The files the record covers.
   type: list
   elements: str
   returned: always

@@ -164,8 +164,7 @@ def test_deploy_record_for_the_fast_path(host):
     assert state["files"]["/etc/sglang/sglang.env"] == {"type": "file", "mode": "0600", "uid": 0, "gid": 0,
                                                         "sha256": env.sha256sum}
     assert state["files"][SCRIPT]["sha256"] == host.file(SCRIPT).sha256sum
-    assert state["server"] == {"url": "http://127.0.0.1:30000", "endpoint": "/health_generate",
-                               "auto_request_tokens": 256}
+    assert state["server"] == {"url": "http://127.0.0.1:30000", "endpoint": "/health_generate"}
     assert "molecule-test-key-0123" not in record.content_string
     assert "hf_molecule_secret_token" not in record.content_string
 
