@@ -17,10 +17,16 @@ if str(REPO / "library") not in sys.path:
 
 
 @pytest.fixture
-def run_module(capsys):
+def run_module(capsys, monkeypatch):
     """run_module(module, **args): the module's main() with these args, as Ansible runs it;
     returns its JSON result, with rc_exit (0, or 1 after fail_json)."""
+    from ansible.module_utils import _internal
     from ansible.module_utils.testing import patch_module_args
+
+    # A module runs in a process of its own, without the controller: once a test in this
+    # process has imported controller code (a lookup plugin), Ansible would send the module's
+    # warnings to the controller's display instead of the result.
+    monkeypatch.setattr(_internal, "is_controller", False)
 
     def run(module, **args):
         with patch_module_args(args), pytest.raises(SystemExit) as exit_info:
