@@ -47,22 +47,14 @@ def test_telemetry_argv_uses_seconds_or_milliseconds():
 
 def test_h200_query_csv_values_and_units():
     (gpu,) = parse_query_csv(read("h200-1gpu", "query.csv"))
-    assert gpu["index"] == 0
-    assert gpu["name"] == "NVIDIA H200"
-    assert gpu["pci_bus_id"] == "00000000:00:06.0"
-    assert gpu["driver_version"] == "580.159.04"
-    assert gpu["memory_total_mib"] == 143771
-    assert gpu["memory_used_mib"] == 0
-    assert gpu["power_draw_w"] == pytest.approx(121.55)
-    assert gpu["power_limit_w"] == 700.0
-    assert gpu["power_max_limit_w"] == 700.0
-    assert gpu["utilization_gpu_pct"] == 0
-    assert gpu["clocks_sm_mhz"] == 480
-    assert gpu["clocks_max_sm_mhz"] == 1980
-    assert gpu["pcie_link_gen"] == 5
-    assert gpu["compute_cap"] == "9.0"
-    assert gpu["persistence_mode"] is True
-    assert gpu["mig_mode"] is False
+    expected = {
+        "index": 0, "name": "NVIDIA H200", "pci_bus_id": "00000000:00:06.0", "driver_version": "580.159.04",
+        "memory_total_mib": 143771, "memory_used_mib": 0, "power_draw_w": pytest.approx(121.55),
+        "power_limit_w": 700.0, "power_max_limit_w": 700.0, "utilization_gpu_pct": 0, "clocks_sm_mhz": 480,
+        "clocks_max_sm_mhz": 1980, "pcie_link_gen": 5, "compute_cap": "9.0",
+    }
+    assert {key: gpu[key] for key in expected} == expected
+    assert gpu["persistence_mode"] is True and gpu["mig_mode"] is False
 
 
 def test_query_csv_nounits_and_noheader_give_the_same_devices():
