@@ -10,6 +10,9 @@ reference values, documented. Keys:
   what is left above it; at or below it the server fails: not enough memory);
 - mem_fraction_limit: the highest --mem-fraction-static that starts; above it the
   activations and CUDA graphs no longer fit and start-up fails with CUDA's out of memory;
+- prefill_chunk_kv_tokens: KV tokens given up to prefill activations per token of
+  --chunked-prefill-size (with chunked_prefill): a larger chunk admits a burst faster (TTFT)
+  but leaves a smaller KV pool (throughput at high concurrency);
 - noise: relative standard deviation of a simulated measurement (make tune-sim only);
 - search_*: the search that make tune-sim runs on this landscape (ignored by the server):
   search_objective (throughput | slo), search_concurrency, search_input_len,
@@ -27,7 +30,7 @@ from . import config
 from .model import PerfModel
 
 SERVER_KEYS = {"kv_tokens": config.REFERENCE_KV_TOKENS, "weights_fraction": 0.62,
-               "mem_fraction_limit": 0.93, "noise": 0.0}
+               "mem_fraction_limit": 0.93, "prefill_chunk_kv_tokens": 0.0, "noise": 0.0}
 MODEL_KEYS = {f.name: f.default for f in dataclasses.fields(PerfModel)}
 REFERENCE: dict[str, Any] = {**MODEL_KEYS, **SERVER_KEYS}
 
@@ -62,6 +65,16 @@ def perf_model(values: dict[str, Any], **overrides: Any) -> PerfModel:
     fields = {key: values[key] for key in MODEL_KEYS}
     fields.update({key: value for key, value in overrides.items() if value is not None})
     return PerfModel(**fields)
+
+
+def kv_pool(args: Any) -> int:
+    """The KV pool in tokens of a start with these args (config.kv_tokens, less what a chunked
+    prefill's activations take in this landscape)."""
+    values = getattr(args, "standin_model", None) or REFERENCE
+    tokens = config.kv_tokens(args)
+    if values["chunked_prefill"] and values["prefill_chunk_kv_tokens"] and not args.max_total_tokens:
+        tokens -= int(values["prefill_chunk_kv_tokens"] * (args.chunked_prefill_size or 0))
+    return max(0, tokens)
 
 
 def startup_failure(values: dict[str, Any], mem_fraction: float | None, kv_tokens: int) -> str | None:

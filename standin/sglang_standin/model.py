@@ -20,9 +20,10 @@ landscape file: landscape.py, landscapes/*.yaml):
 - max_running_requests above the KV capacity: requests are admitted on an estimate of
   new_token_ratio x max_new_tokens; when the growing batch overflows the KV pool, the
   scheduler retracts the least advanced requests (SGLang's retract_decode): they go back
-  to the head of the queue and are prefilled again with their tokens so far (wasted work).
+  to the head of the queue and are prefilled again with their tokens so far (wasted work),
+  and each retraction costs retract_s.
 - chunked prefill (with chunked_prefill): a prefill batch holds at most
-  chunked-prefill-size tokens, and a decode round runs between two chunks while requests
+  chunked-prefill-size tokens, and one decode step runs between two chunks while requests
   wait: a small chunk keeps decoding smooth (TPOT) at the cost of TTFT and of
   prefill_chunk_s per extra chunk; a large one fills the batch at once.
 """
@@ -61,10 +62,13 @@ class PerfModel:
     #: Share of its decode cost a request that finished inside a round still costs until the
     #: round ends (its slot is freed only when the next round is scheduled).
     round_finish_waste: float = 0.0
-    #: Whether --chunked-prefill-size bounds a prefill batch (and decode runs between chunks).
+    #: Whether --chunked-prefill-size bounds a prefill batch (one decode step between chunks).
     chunked_prefill: bool = False
     #: Extra cost of each prefill step that a chunk bound cut short.
     prefill_chunk_s: float = 0.0
+    #: Cost of retracting one request (freeing its KV, rebuilding the batch), on top of
+    #: prefilling it again later.
+    retract_s: float = 0.0
 
     def experts_batch(self, batch: int) -> float:
         """Tokens each expert sees in one decode step (the reference: 2048 x 8 / 256 = 64)."""
@@ -190,8 +194,9 @@ class Scheduler:
         if self.round_left <= 0 or not self.running:
             overhead = self.model.schedule_overhead_s
             self._finished_in_round = 0
-            admitted = [] if self._prefill_cut and self.running else self._admit()
+            cut = self._prefill_cut and bool(self.running)  # one decode step between two chunks
             self._prefill_cut = False
+            admitted = [] if cut else self._admit()
             if admitted:
                 self.round_left = 0
                 tokens = sum(r.input_len + r.base_tokens for r in admitted)
@@ -203,9 +208,9 @@ class Scheduler:
                 return Step("prefill", duration, admitted)
             if not self.running:
                 return None
-            self.round_left = self.continuous_decode_steps
+            self.round_left = 1 if cut else self.continuous_decode_steps
         if self.full_reserved > self.total_tokens:
-            self._retract()
+            overhead += self._retract() * self.model.retract_s
         batch: float = len(self.running)
         if self.model.round_finish_waste and self._finished_in_round:
             batch += self.model.round_finish_waste * self._finished_in_round
@@ -267,13 +272,14 @@ class Scheduler:
         self.reserved -= req.reservation
         self.full_reserved -= req.reserved_tokens
 
-    def _retract(self) -> None:
+    def _retract(self) -> int:
         """SGLang's retract_decode: when the next decode step would overflow the KV pool, the
         least advanced requests go back to the head of the queue with their tokens so far,
-        to be prefilled again (their KV is recomputed: wasted work)."""
+        to be prefilled again (their KV is recomputed: wasted work). Returns how many."""
         used = self.used_tokens()
         if used + len(self.running) <= self.total_tokens:
-            return
+            return 0
+        retracted = 0
         victims = sorted(self.running.values(), key=lambda r: (self.generated(r), r.decode_start))
         for req in victims:
             if used + len(self.running) <= self.total_tokens or len(self.running) <= 1:
@@ -283,7 +289,9 @@ class Scheduler:
             req.base_tokens = done
             self._release(req)
             self.waiting.appendleft(req)
-            self.retractions += 1
+            retracted += 1
+        self.retractions += retracted
+        return retracted
 
     def _finish(self, req: Request) -> None:
         if req.finished_tokens is None:

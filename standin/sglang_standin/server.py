@@ -125,7 +125,7 @@ class StandinServer:
     def __init__(self, args):
         self.args = args
         self.fault, self.fault_arg = faults.parse(args.standin_fault)
-        self.total_tokens = config.kv_tokens(args)
+        self.total_tokens = landscape.kv_pool(args)
         self.max_running = config.max_running_requests(args, max(self.total_tokens, 1))
         self.context_len = config.context_length(args)
         self.model = landscape.perf_model(args.standin_model, num_experts=args.standin_num_experts,

@@ -1,7 +1,7 @@
 """The calibration sweep: the reference deployment's benchmark (docs/architecture.md), run on the performance model's
 simulated clock, so a sweep up to 3072 concurrent requests takes seconds.
 
-    python -m sglang_standin.sweep [--kv-tokens 495488] [--concurrency 256,512,...]
+    python -m sglang_standin.sweep [--kv-tokens 495488] [--concurrency 256,512,...] [--landscape FILE]
 
 Each point is `bench_serving --request-rate inf --max-concurrency C` with 128+128
 token requests and 10 x C prompts, against the baseline profile (max_rr 1024,
@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 
+from . import landscape
 from .model import BenchResult, PerfModel, Scheduler, simulate_benchmark
 
 PROFILES = {
@@ -28,15 +29,19 @@ PROMPTS_PER_SLOT = 10
 def run_point(profile: dict, concurrency: int, kv_tokens: int = 495488,
               input_len: int = 128, output_len: int = 128,
               model: PerfModel | None = None) -> BenchResult:
+    """One point; profile: max_running_requests, num_continuous_decode_steps and optionally
+    max_prefill_tokens and chunked_prefill_size (the server's defaults otherwise)."""
     scheduler = Scheduler(kv_tokens, profile["max_running_requests"],
-                          profile["num_continuous_decode_steps"], model)
+                          profile["num_continuous_decode_steps"], model,
+                          profile.get("max_prefill_tokens", 16384),
+                          profile.get("chunked_prefill_size", 8192))
     return simulate_benchmark(scheduler, concurrency, PROMPTS_PER_SLOT * concurrency,
                               input_len, output_len)
 
 
-def sweep(concurrencies=CONCURRENCIES, kv_tokens: int = 495488) -> dict:
+def sweep(concurrencies=CONCURRENCIES, kv_tokens: int = 495488, model: PerfModel | None = None) -> dict:
     """{profile: {concurrency: BenchResult}}"""
-    return {name: {c: run_point(profile, c, kv_tokens) for c in concurrencies}
+    return {name: {c: run_point(profile, c, kv_tokens, model=model) for c in concurrencies}
             for name, profile in PROFILES.items()}
 
 
@@ -59,12 +64,18 @@ def format_table(results: dict) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kv-tokens", type=int, default=495488)
+    parser.add_argument("--kv-tokens", type=int, default=None, help="the KV pool (default: the landscape's)")
+    parser.add_argument("--landscape", default=None, help="a landscape file (default: the reference)")
     parser.add_argument("--concurrency", default=",".join(map(str, CONCURRENCIES)))
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
     concurrencies = [int(c) for c in args.concurrency.split(",")]
-    results = sweep(concurrencies, args.kv_tokens)
+    try:
+        values = landscape.load(args.landscape)
+    except (OSError, ValueError) as exc:
+        parser.error(f"--landscape: {exc}")
+    args.kv_tokens = args.kv_tokens or values["kv_tokens"]
+    results = sweep(concurrencies, args.kv_tokens, landscape.perf_model(values))
     if args.json:
         print(json.dumps({p: {c: {"output_throughput": r.output_throughput,
                                   "total_throughput": r.total_throughput,

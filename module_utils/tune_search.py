@@ -1,0 +1,552 @@
+"""The tuning search: from the trials measured so far, the next trial, or the best configuration.
+
+Plain data in, plain data out (JSON-serialisable both ways); no Ansible, no HTTP. One call,
+next_trial(search, trials), is the whole interface: the playbook drives it against real
+servers, `make tune-sim` (scripts/tune_sim.py) against the stand-in's performance model.
+
+The state is only the list of finished trials, in the order they ran: the search replays its
+decisions over that list and proposes the first trial the list lacks, so the same list always
+gives the same proposal and a resumed run repeats nothing.
+
+The search, a coordinate climb over ordered dimensions:
+
+1. The first start runs the base args at the first load; it reports the KV pool, from which
+   the KV capacity in requests (sweep.capacity) and max-running-requests' candidates (below,
+   at and above that capacity, never above the top load) follow.
+2. Dimensions in order: max-running-requests, num-continuous-decode-steps, then the user's.
+   Along each, from the incumbent's value, the neighbour up is tried; while it is better the
+   climb goes on up; when the first step up is not better, it tries down the same way. Each
+   candidate is one restart and as few points as the decision needs.
+3. A candidate is measured first where the incumbent was best: a throughput objective needs
+   only that point; for an SLO objective a candidate that fails the SLO there cannot beat the
+   incumbent and is dropped at once, otherwise the next load up decides.
+4. Comparisons use medians with their spread (half the min-max range of the repeats): a
+   difference within max(noise x the larger median, the spreads) is repeated (on the running
+   candidate: no restart) up to `repeats` samples and is otherwise reported as within noise;
+   the incumbent then stays.
+5. A start that fails for memory (oom, not_enough_memory) is recorded with its kind; the
+   search backs off: halfway back to the incumbent's value on that dimension (or, for the
+   first start, mem-fraction-static down for oom, up for not enough memory), and goes on.
+6. Loads come from sweep.plan_points, so no point runs that the KV capacity rules out.
+7. The budget (points, restarts, minutes) stops the search with the best so far.
+
+A search (validate() checks and fills it):
+  objective: {kind: throughput, concurrency: C}
+           | {kind: slo, percentile: p99, ttft_ms: 2000, tpot_ms: 100, loads: [...]}
+  base_args: the server args every candidate starts from
+  dimensions: [{flag, values: [...]}, ...]    further dimensions, in order
+  decode_steps: [1, 2, 4, 8, 16]              num-continuous-decode-steps' values ([] = off)
+  max_running_requests: true                  the built-in dimension on or off
+  input_len, output_len: the benchmark's request lengths (the KV capacity's unit)
+  budget: {points, restarts, minutes}         each optional
+  noise: 0.015, repeats: 3
+A trial (a result record, with these keys at least):
+  server_args: the args it ran with (as proposed); max_concurrency: the load;
+  status: ok | failed (the point failed) | startup_failed (with failure_kind);
+  output_throughput; ttft_ms and tpot_ms: {median, p90, p99, ...};
+  max_total_num_tokens: the KV pool the start reported; max_running_requests: the limit the
+  server reported (optional: places a server default on max-running-requests' axis);
+  elapsed_s: optional, for the minutes budget.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ansible.module_utils.sweep import capacity, median, plan_points
+
+MRR = "max-running-requests"
+CDS = "num-continuous-decode-steps"
+MFS = "mem-fraction-static"
+KV_FLAGS = (MFS, "max-total-tokens", "kv-cache-dtype", "context-length")  # they change the KV pool
+DECODE_STEPS = [1, 2, 4, 8, 16]
+SLO_LOADS = [16, 32, 64, 128, 256, 512, 1024, 1536, 2048, 3072, 4096]
+MEMORY_FAILURES = ("oom", "not_enough_memory")
+MFS_STEP = 0.03  # the first start's back-off of mem-fraction-static
+MAX_BASE_BACKOFFS = 2
+PERCENTILES = ("median", "p90", "p95", "p99")
+
+
+def _numbers(values: Any) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
+def validate(search: Any) -> dict[str, Any]:
+    """The search with defaults filled in; ValueError naming the key and the fix."""
+    if not isinstance(search, Mapping):
+        raise ValueError(f"search must be a mapping, got {search!r}")
+    s = dict(search)
+    objective = dict(s.get("objective") or {"kind": "throughput"})
+    kind = objective.get("kind", "throughput")
+    if kind == "throughput":
+        if not isinstance(objective.get("concurrency"), int) or objective["concurrency"] < 1:
+            raise ValueError("search.objective.concurrency must be a positive integer (the target "
+                             f"concurrency of the throughput objective), got {objective.get('concurrency')!r}")
+    elif kind == "slo":
+        if objective.get("percentile", "p99") not in PERCENTILES:
+            raise ValueError(f"search.objective.percentile must be one of {', '.join(PERCENTILES)}, "
+                             f"got {objective.get('percentile')!r}")
+        objective.setdefault("percentile", "p99")
+        if objective.get("ttft_ms") is None and objective.get("tpot_ms") is None:
+            raise ValueError("search.objective needs ttft_ms and/or tpot_ms (the SLO bounds, in ms)")
+        for key in ("ttft_ms", "tpot_ms"):
+            value = objective.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+                raise ValueError(f"search.objective.{key} must be a positive number of ms, got {value!r}")
+        loads = objective.setdefault("loads", SLO_LOADS)
+        if not loads or not _numbers(loads) or any(v < 1 for v in loads):
+            raise ValueError(f"search.objective.loads must be a list of positive concurrencies, got {loads!r}")
+        objective["loads"] = sorted({int(v) for v in loads})
+    else:
+        raise ValueError(f"search.objective.kind must be throughput or slo, got {kind!r}")
+    objective["kind"] = kind
+    s["objective"] = objective
+    s["base_args"] = dict(s.get("base_args") or {})
+    dims = s.get("dimensions") or []
+    if not isinstance(dims, list):
+        raise ValueError(f"search.dimensions must be a list of {{flag, values}}, got {dims!r}")
+    for dim in dims:
+        if not isinstance(dim, Mapping) or not isinstance(dim.get("flag"), str) \
+                or not isinstance(dim.get("values"), list) or not dim["values"]:
+            raise ValueError(f"each of search.dimensions needs a flag and a non-empty list of values, got {dim!r}")
+        if dim["flag"] in (MRR, CDS):
+            raise ValueError(f"search.dimensions: {dim['flag']} is built in; set search.decode_steps "
+                             "or search.max_running_requests instead")
+    s["dimensions"] = [{"flag": d["flag"], "values": list(d["values"])} for d in dims]
+    steps = s.get("decode_steps", DECODE_STEPS)
+    if not isinstance(steps, list) or not _numbers(steps):
+        raise ValueError(f"search.decode_steps must be a list of integers, got {steps!r}")
+    s["decode_steps"] = sorted({int(v) for v in steps})
+    s["max_running_requests"] = bool(s.get("max_running_requests", True))
+    for key in ("input_len", "output_len"):
+        value = s.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"search.{key} must be a positive number of tokens, got {value!r}")
+    budget = dict(s.get("budget") or {})
+    for key in ("points", "restarts", "minutes"):
+        value = budget.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            raise ValueError(f"search.budget.{key} must be a positive number or unset, got {value!r}")
+    s["budget"] = budget
+    s["noise"] = float(s.get("noise", 0.015))
+    s["repeats"] = max(1, int(s.get("repeats", 3)))
+    return s
+
+
+def config_key(args: Mapping[str, Any]) -> str:
+    return json.dumps(args, sort_keys=True, default=str)
+
+
+def spread(samples: list[float]) -> float:
+    """Half the min-max range of the repeats (0 for one sample)."""
+    return (max(samples) - min(samples)) / 2 if samples else 0.0
+
+
+def judge(challenger: list[float], incumbent: list[float], noise: float) -> str:
+    """'better', 'worse' or 'within noise': medians against max(noise x the larger, the spreads)."""
+    mc, mi = median(challenger) or 0.0, median(incumbent) or 0.0
+    margin = max(noise * max(mc, mi), spread(challenger) + spread(incumbent))
+    if mc - mi > margin:
+        return "better"
+    if mi - mc > margin:
+        return "worse"
+    return "within noise"
+
+
+class _Need(Exception):
+    """The replay needs a trial the list lacks: the proposal."""
+
+    def __init__(self, proposal: dict[str, Any]):
+        super().__init__(proposal.get("reason"))
+        self.proposal = proposal
+
+
+class _Stop(Exception):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _StartFailed(Exception):
+    def __init__(self, kind: str):
+        super().__init__(kind)
+        self.kind = kind
+
+
+class _Search:
+    def __init__(self, search: dict[str, Any], trials: list[dict[str, Any]]):
+        self.s = search
+        self.trials = trials
+        self.objective = search["objective"]
+        self.consumed: list[dict[str, Any]] = []
+        self.starts = 0
+        self.first_capacity: int | None = None
+        self.path: list[dict[str, Any]] = []
+        self.incumbent: dict[str, Any] | None = None
+
+    # -- the trials ------------------------------------------------------------
+    def _start_failure(self, args: dict[str, Any]) -> dict[str, Any] | None:
+        key = config_key(args)
+        return next((t for t in self.trials if t.get("status") == "startup_failed"
+                     and config_key(t.get("server_args") or {}) == key), None)
+
+    def sample(self, args: dict[str, Any], load: int, repeat: int, why: str, backoff: bool = False) -> dict:
+        """The repeat-th trial of (args, load); _Need with the proposal when it is not there yet."""
+        failed = self._start_failure(args)
+        if failed is not None:
+            if not any(t is failed for t in self.consumed):
+                self._consume(failed)
+            raise _StartFailed(str(failed.get("failure_kind") or "unknown"))
+        key = config_key(args)
+        matching = [t for t in self.trials if t.get("status") in ("ok", "failed")
+                    and int(t.get("max_concurrency") or 0) == load
+                    and config_key(t.get("server_args") or {}) == key]
+        if repeat < len(matching):
+            trial = matching[repeat]
+            if not any(t is trial for t in self.consumed):
+                self._consume(trial)
+            return trial
+        restart = not self.consumed or config_key(self.consumed[-1].get("server_args") or {}) != key \
+            or self.consumed[-1].get("status") == "startup_failed"
+        self._check_budget(restart)
+        raise _Need({"action": "repeat" if repeat else "backoff" if backoff else "run",
+                     "server_args": args, "max_concurrency": load, "restart": restart,
+                     "repeat": repeat, "reason": why})
+
+    def _consume(self, trial: dict[str, Any]) -> None:
+        last = self.consumed[-1] if self.consumed else None
+        if last is None or last.get("status") == "startup_failed" \
+                or config_key(last.get("server_args") or {}) != config_key(trial.get("server_args") or {}):
+            self.starts += 1
+        self.consumed.append(trial)
+        if self.first_capacity is None and trial.get("max_total_num_tokens"):
+            self.first_capacity = self._capacity(trial)
+
+    def _capacity(self, trial: dict[str, Any]) -> int | None:
+        tokens = trial.get("max_total_num_tokens")
+        return capacity(tokens, self.s["input_len"], self.s["output_len"]) if tokens else None
+
+    @property
+    def kv_capacity(self) -> int | None:
+        """The KV capacity in requests of the incumbent's start (the first start's until then)."""
+        if self.incumbent is not None and self.incumbent.get("capacity"):
+            return self.incumbent["capacity"]
+        return self.first_capacity
+
+    def points(self) -> int:
+        return sum(1 for t in self.consumed if t.get("status") != "startup_failed")
+
+    def _check_budget(self, restart: bool) -> None:
+        budget = self.s["budget"]
+        if budget.get("points") is not None and self.points() >= budget["points"]:
+            raise _Stop(f"budget: {self.points()} of {budget['points']} points used")
+        if restart and budget.get("restarts") is not None and self.starts >= budget["restarts"]:
+            raise _Stop(f"budget: {self.starts} of {budget['restarts']} restarts used")
+        if budget.get("minutes") is not None:
+            spent = sum(float(t.get("elapsed_s") or 0) for t in self.consumed)
+            mean = spent / len(self.consumed) if self.consumed else 0.0
+            if spent + mean > budget["minutes"] * 60:
+                raise _Stop(f"budget: {spent / 60:.1f} of {budget['minutes']} minutes used")
+
+    # -- measuring one point -------------------------------------------------------
+    def value(self, trial: dict[str, Any]) -> float:
+        return float(trial.get("output_throughput") or 0.0) if trial.get("status") == "ok" else 0.0
+
+    def slo_values(self, trial: dict[str, Any]) -> list[tuple[float, float]]:
+        """[(measured, bound)] of the SLO's latencies; a failed point is +inf."""
+        pct = self.objective["percentile"]
+        pairs = []
+        for key in ("ttft_ms", "tpot_ms"):
+            bound = self.objective.get(key)
+            if bound is None:
+                continue
+            stats = trial.get(key) or {}
+            measured = stats.get(pct) if trial.get("status") == "ok" else None
+            pairs.append((float("inf") if measured is None else float(measured), float(bound)))
+        return pairs
+
+    def measure(self, args: dict[str, Any], load: int, why: str, backoff: bool = False) -> list[dict]:
+        """One sample, repeated while an SLO latency lies within noise of its bound."""
+        samples = [self.sample(args, load, 0, why, backoff)]
+        while self.objective["kind"] == "slo" and len(samples) < self.s["repeats"]:
+            near = any(abs(m - b) <= self.s["noise"] * b for m, b in self._slo_medians(samples))
+            if not near:
+                break
+            samples.append(self.sample(args, load, len(samples), f"{why}: a latency within noise of its bound"))
+        return samples
+
+    def _slo_medians(self, samples: list[dict]) -> list[tuple[float, float]]:
+        per = [self.slo_values(t) for t in samples]
+        return [(median([p[i][0] for p in per]) or 0.0, per[0][i][1]) for i in range(len(per[0]))]
+
+    def passes(self, samples: list[dict]) -> bool:
+        return all(m <= b for m, b in self._slo_medians(samples))
+
+    def compare(self, args: dict[str, Any], load: int, samples: list[dict], incumbent: list[float],
+                why: str) -> tuple[str, list[dict]]:
+        """Repeat the running candidate while it is within noise of the incumbent."""
+        while True:
+            verdict = judge([self.value(t) for t in samples], incumbent, self.s["noise"])
+            if verdict != "within noise" or len(samples) >= self.s["repeats"]:
+                return verdict, samples
+            samples = samples + [self.sample(args, load, len(samples), f"{why}: within noise, repeat")]
+
+    # -- the loads -----------------------------------------------------------------
+    def loads(self) -> list[int]:
+        if self.objective["kind"] == "throughput":
+            wanted = [self.objective["concurrency"]]
+        else:
+            wanted = self.objective["loads"]
+        if self.kv_capacity is None:
+            return wanted
+        return [p["max_concurrency"] for p in plan_points(wanted, self.kv_capacity) if p["status"] == "planned"]
+
+    # -- evaluating one configuration ------------------------------------------------
+    def evaluate(self, args: dict[str, Any], label: str, backoff: bool = False) -> dict[str, Any]:
+        """The candidate's result: {args, label, load, samples, verdict, better} (start failures raise)."""
+        inc = self.incumbent
+        if self.objective["kind"] == "throughput":
+            load = self.loads()[-1]
+            samples = self.measure(args, load, f"{label} at {load}", backoff)
+            if inc is None:
+                return self._result(args, label, load, samples, "the first start", True)
+            verdict, samples = self.compare(args, load, samples, inc["values"], f"{label} at {load}")
+            return self._result(args, label, load, samples, verdict, verdict == "better")
+        return self._evaluate_slo(args, label, backoff)
+
+    def _evaluate_slo(self, args: dict[str, Any], label: str, backoff: bool) -> dict[str, Any]:
+        inc = self.incumbent
+        if inc is None or inc["load"] is None:
+            first = self.loads()[0]
+            samples = self.measure(args, first, f"{label} at {first}", backoff)
+            loads = self.loads()  # the KV capacity is known now
+            results = {first: samples}
+            lo, hi = (loads.index(first), len(loads)) if self.passes(samples) else (-1, loads.index(first))
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                results[loads[mid]] = self.measure(args, loads[mid], f"{label} at {loads[mid]} (bisect)")
+                lo, hi = (mid, hi) if self.passes(results[loads[mid]]) else (lo, mid)
+            if lo < 0:
+                return self._result(args, label, None, [], "meets the SLO at no load", inc is None)
+            verdict = "the first start" if inc is None else "better: meets the SLO where the incumbent does not"
+            return self._result(args, label, loads[lo], results[loads[lo]], verdict, True)
+        loads = self.loads()
+        at = inc["load"]
+        samples = self.measure(args, at, f"{label} at the incumbent's best load {at}", backoff)
+        if not self.passes(samples):
+            return self._result(args, label, None, samples,
+                                f"dropped: misses the SLO at the incumbent's best load {at}", False)
+        index = loads.index(at)
+        if index + 1 < len(loads):
+            up = loads[index + 1]
+            above = self.measure(args, up, f"{label} at {up}")
+            if self.passes(above):
+                lo, hi = index + 1, len(loads)
+                best = above
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    got = self.measure(args, loads[mid], f"{label} at {loads[mid]} (bisect)")
+                    if self.passes(got):
+                        lo, best = mid, got
+                    else:
+                        hi = mid
+                return self._result(args, label, loads[lo], best,
+                                    f"better: meets the SLO up to {loads[lo]} (the incumbent: {at})", True)
+        # the same SLO load: goodput decides, without repeats (at one load it varies little)
+        verdict = judge([self.value(t) for t in samples], inc["values"], self.s["noise"])
+        return self._result(args, label, at, samples, f"{verdict} (goodput at {at})", verdict == "better")
+
+    def _result(self, args: dict[str, Any], label: str, load: int | None, samples: list[dict],
+                verdict: str, better: bool) -> dict[str, Any]:
+        values = [self.value(t) for t in samples]
+        started = next((t for t in self.consumed[::-1] if config_key(t.get("server_args") or {}) == config_key(args)
+                        and t.get("status") != "startup_failed"), {})
+        return {"args": args, "label": label, "load": load, "values": values, "samples": samples,
+                "verdict": verdict, "better": better, "capacity": self._capacity(started),
+                "effective_mrr": started.get("max_running_requests")}
+
+    def _record(self, result: dict[str, Any], kept: bool) -> None:
+        values = result["values"]
+        vs = self.incumbent["label"] if self.incumbent is not None else None
+        self.path.append({"candidate": result["label"], "server_args": result["args"], "vs": vs,
+                          "load": result["load"], "points": len(values),
+                          "output_throughput": round(median(values), 1) if values else None,
+                          "spread": round(spread(values), 1), "verdict": result["verdict"], "kept": kept})
+
+    def _failed(self, args: dict[str, Any], label: str, kind: str) -> None:
+        vs = self.incumbent["label"] if self.incumbent is not None else None
+        self.path.append({"candidate": label, "server_args": args, "vs": vs, "load": None, "points": 0,
+                          "output_throughput": None, "spread": 0.0,
+                          "verdict": f"start failed: {kind}", "kept": False, "failure_kind": kind})
+
+    # -- the search --------------------------------------------------------------------
+    def run(self) -> None:
+        args = dict(self.s["base_args"])
+        for attempt in range(MAX_BASE_BACKOFFS + 1):
+            label = "base" if attempt == 0 else f"base, {MFS} {args.get(MFS)}"
+            try:
+                result = self.evaluate(args, label, backoff=attempt > 0)
+                break
+            except _StartFailed as failed:
+                self._failed(args, label, failed.kind)
+                fraction = args.get(MFS)
+                if failed.kind not in MEMORY_FAILURES or not isinstance(fraction, (int, float)) \
+                        or attempt == MAX_BASE_BACKOFFS:
+                    raise _Stop(f"the first start failed ({failed.kind}) and there is nothing to back "
+                                f"off: fix the base args") from None
+                step = -MFS_STEP if failed.kind == "oom" else MFS_STEP
+                args = {**args, MFS: round(min(0.99, max(0.05, fraction + step)), 3)}
+        self.incumbent = result
+        self._record(result, True)
+        for flag in self.order():
+            self.climb(flag)
+        raise _Stop("every dimension searched")
+
+    def order(self) -> list[str]:
+        """The dimensions' flags in the order they are climbed: those that change the KV pool
+        first (max-running-requests' candidates derive from it), then the built-in ones."""
+        user = [d["flag"] for d in self.s["dimensions"]]
+        flags = [f for f in user if f in KV_FLAGS]
+        flags += [MRR] if self.s["max_running_requests"] else []
+        flags += [CDS] if self.s["decode_steps"] else []
+        return flags + [f for f in user if f not in KV_FLAGS]
+
+    def top_load(self) -> int:
+        """The highest load the next candidates run: beyond it max-running-requests cannot matter."""
+        loads = self.loads()
+        if self.objective["kind"] == "throughput" or self.incumbent is None or self.incumbent["load"] is None:
+            return max(loads)
+        index = loads.index(self.incumbent["load"]) if self.incumbent["load"] in loads else len(loads) - 1
+        return loads[min(index + 1, len(loads) - 1)]
+
+    def dimension(self, flag: str) -> tuple[list, Any, Any] | None:
+        """(ordered values, the value to try first when the incumbent's is not on them, the
+        incumbent's value); None when there is nothing to try."""
+        current = self.incumbent["args"].get(flag)
+        if flag == MRR:
+            cap = self.kv_capacity
+            if not cap:
+                return None
+            top = self.top_load()
+            values = sorted({min(v, top) for v in (max(1, cap // 2), cap, cap + cap // 4)})
+            if current is None:
+                current = self.incumbent.get("effective_mrr")
+            current = min(current, top) if _numbers([current]) and current is not None else None
+            return values, min(cap, top), current
+        if flag == CDS:
+            steps = self.s["decode_steps"]
+            return steps, steps[len(steps) // 2], current
+        values = next(d["values"] for d in self.s["dimensions"] if d["flag"] == flag)
+        return values, values[len(values) // 2], current
+
+    def climb(self, flag: str) -> None:
+        dim = self.dimension(flag)
+        if dim is None:
+            return
+        axis, start, current = dim
+        worse: list = []
+        if current in axis:
+            pos = axis.index(current)
+        else:  # off the axis (e.g. the server's default): the start value first
+            if not self.try_value(flag, start, current):
+                return
+            pos = axis.index(start)
+            if _numbers([current]) and current is not None:
+                worse.append(current)
+        if not self.walk(flag, axis, pos, +1, worse):
+            self.walk(flag, axis, pos, -1, worse)
+
+    def walk(self, flag: str, axis: list, pos: int, direction: int, worse: list) -> bool:
+        """Step along the axis while the next value is better; a value already found worse
+        between here and the next ends the walk (one peak along a dimension)."""
+        moved = False
+        while 0 <= pos + direction < len(axis):
+            here, there = axis[pos], axis[pos + direction]
+            if _numbers([here, there]) and any(min(here, there) < w < max(here, there) for w in worse):
+                break
+            if not self.try_value(flag, there, here):
+                break
+            pos += direction
+            moved = True
+        return moved
+
+    def try_value(self, flag: str, value: Any, current: Any) -> bool:
+        """Evaluate the incumbent with flag=value; True when it became the incumbent."""
+        args = {**self.incumbent["args"], flag: value}
+        label = f"{flag} {value}"
+        try:
+            result = self.evaluate(args, label)
+        except _StartFailed as failed:
+            self._failed(args, label, failed.kind)
+            numeric = _numbers([value]) and _numbers([current]) and current is not None
+            if failed.kind not in MEMORY_FAILURES or not numeric:
+                return False
+            half = (value + current) / 2
+            half = int(round(half)) if isinstance(value, int) and isinstance(current, int) else round(half, 3)
+            if half in (value, current):
+                return False
+            args = {**self.incumbent["args"], flag: half}
+            label = f"{flag} {half} (backed off from {value}: {failed.kind})"
+            try:
+                result = self.evaluate(args, label, backoff=True)
+            except _StartFailed as again:
+                self._failed(args, label, again.kind)
+                return False
+            self._record(result, result["better"])
+            if result["better"]:
+                self.incumbent = result
+            return False  # no further in the direction that failed
+        self._record(result, result["better"])
+        if result["better"]:
+            self.incumbent = result
+        return result["better"]
+
+
+def _best(search: _Search) -> dict[str, Any] | None:
+    inc = search.incumbent
+    if inc is None:
+        return None
+    values = inc["values"]
+    best = {"server_args": inc["args"], "candidate": inc["label"], "load": inc["load"],
+            "output_throughput": round(median(values), 1) if values else None,
+            "spread": round(spread(values), 1), "points": len(values)}
+    if search.objective["kind"] == "slo":
+        best["slo_load"] = inc["load"]
+        best["goodput"] = best["output_throughput"]
+    best["within_noise"] = [p["candidate"] for p in search.path
+                            if p["verdict"].startswith("within noise") and p.get("vs") == inc["label"]]
+    return best
+
+
+def candidates(search: Mapping[str, Any], kv_capacity: int | None) -> dict[str, list]:
+    """Each dimension's values from the base args, in climbing order: what a full grid or a
+    one-flag-at-a-time search over the same space would try (max-running-requests from
+    kv_capacity, the KV capacity in requests)."""
+    state = _Search(validate(search), [])
+    state.first_capacity = kv_capacity
+    state.incumbent = {"args": state.s["base_args"], "load": None}
+    return {flag: dim[0] for flag in state.order() if (dim := state.dimension(flag)) is not None}
+
+
+def next_trial(search: Mapping[str, Any], trials: list[dict[str, Any]]) -> dict[str, Any]:
+    """The next trial to run, or the decision to stop with the best found.
+
+    Returns {action: run | repeat | backoff | stop, server_args, max_concurrency, restart,
+    reason, points, restarts, kv_capacity, best, path}: run/repeat/backoff name one point
+    (restart: the server must restart with server_args first); stop carries the best
+    configuration (server_args, its load, median output tok/s and spread, the candidates
+    within noise of it) and the path (every candidate, its points and verdict).
+    """
+    spec = validate(search)
+    state = _Search(spec, list(trials))
+    try:
+        state.run()
+        raise AssertionError("unreachable")
+    except _Need as need:
+        out = need.proposal
+    except _Stop as stop:
+        out = {"action": "stop", "reason": stop.reason}
+    out.update({"points": state.points(), "restarts": state.starts, "kv_capacity": state.kv_capacity,
+                "best": _best(state), "path": state.path})
+    return out
