@@ -397,8 +397,8 @@ class _Search:
                                 f"off: fix the base args") from None
                 step = -MFS_STEP if failed.kind == "oom" else MFS_STEP
                 args = {**args, MFS: round(min(0.99, max(0.05, fraction + step)), 3)}
-        self.incumbent = result
         self._record(result, True)
+        self.incumbent = result
         for flag in self.order():
             self.climb(flag)
         raise _Stop("every dimension searched")

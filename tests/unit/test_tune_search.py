@@ -1,0 +1,199 @@
+"""The tuning search's decisions on hand-made trial lists (module_utils/tune_search.py)."""
+from __future__ import annotations
+
+import pytest
+from ansible.module_utils import tune_search
+
+KV_TOKENS = 1000 * 256  # a KV capacity of 1,000 requests of 128 + 128 tokens
+
+
+def throughput_search(**extra) -> dict:
+    search = {"objective": {"kind": "throughput", "concurrency": 1200},
+              "base_args": {"max-running-requests": 500, "num-continuous-decode-steps": 4},
+              "decode_steps": [2, 4, 8], "input_len": 128, "output_len": 128}
+    search.update(extra)
+    return search
+
+
+def ok(args: dict, load: int, tput: float, ttft: float = 100.0, tpot: float = 20.0) -> dict:
+    return {"server_args": dict(args), "status": "ok", "max_concurrency": load, "output_throughput": tput,
+            "ttft_ms": {"p99": ttft}, "tpot_ms": {"p99": tpot}, "max_total_num_tokens": KV_TOKENS}
+
+
+def failed_start(args: dict, kind: str) -> dict:
+    return {"server_args": dict(args), "status": "startup_failed", "failure_kind": kind}
+
+
+def landscape(args: dict, load: int) -> float:
+    """A made-up, noise-free landscape: the batch that runs, and a peak at 8 decode steps."""
+    batch = min(load, args.get("max-running-requests", 10_000), 1000)
+    steps = args.get("num-continuous-decode-steps", 1)
+    return batch * (1.0 - 0.02 * abs(steps - 8) / 4)
+
+
+def run_to_stop(search: dict, oracle=landscape, limit: int = 40) -> tuple[dict, list[dict]]:
+    trials: list[dict] = []
+    for _ in range(limit):
+        step = tune_search.next_trial(search, trials)
+        if step["action"] == "stop":
+            return step, trials
+        trials.append(ok(step["server_args"], step["max_concurrency"], oracle(step["server_args"], step["max_concurrency"])))
+    raise AssertionError("the search did not stop")
+
+
+def test_first_trial_is_the_base_at_the_target_concurrency():
+    step = tune_search.next_trial(throughput_search(), [])
+    assert step["action"] == "run" and step["restart"] is True
+    assert step["server_args"] == {"max-running-requests": 500, "num-continuous-decode-steps": 4}
+    assert step["max_concurrency"] == 1200
+    assert step["points"] == 0 and step["restarts"] == 0 and step["best"] is None
+
+
+def test_max_running_requests_candidates_come_from_the_kv_capacity():
+    base = {"max-running-requests": 500, "num-continuous-decode-steps": 4}
+    step = tune_search.next_trial(throughput_search(), [ok(base, 1200, 500.0)])
+    assert step["kv_capacity"] == 1000
+    assert step["server_args"]["max-running-requests"] == 1000  # at the capacity first
+    assert step["restart"] is True
+    assert tune_search.candidates(throughput_search(), 1000)["max-running-requests"] == [500, 1000, 1200]
+
+
+def test_within_noise_repeats_the_running_candidate_then_says_so():
+    base = {"max-running-requests": 1000, "num-continuous-decode-steps": 4}
+    search = throughput_search(base_args=base, max_running_requests=False)
+    eight = {**base, "num-continuous-decode-steps": 8}
+    trials = [ok(base, 1200, 1000.0), ok(eight, 1200, 1005.0)]
+    step = tune_search.next_trial(search, trials)
+    assert step["action"] == "repeat" and step["restart"] is False
+    assert step["server_args"] == eight and step["max_concurrency"] == 1200
+    trials += [ok(eight, 1200, 1008.0), ok(eight, 1200, 1002.0)]
+    step = tune_search.next_trial(search, trials)
+    eight_entry = next(p for p in step["path"] if p["candidate"] == "num-continuous-decode-steps 8")
+    assert eight_entry["verdict"] == "within noise" and eight_entry["points"] == 3 and not eight_entry["kept"]
+    assert step["server_args"]["num-continuous-decode-steps"] == 2  # not better upwards: try down
+    assert step["best"]["server_args"] == base
+    assert step["best"]["within_noise"] == ["num-continuous-decode-steps 8"]
+
+
+def test_a_clear_difference_is_decided_on_one_point():
+    base = {"max-running-requests": 1000, "num-continuous-decode-steps": 4}
+    search = throughput_search(base_args=base, max_running_requests=False)
+    eight = {**base, "num-continuous-decode-steps": 8}
+    step = tune_search.next_trial(search, [ok(base, 1200, 1000.0), ok(eight, 1200, 1100.0)])
+    assert step["action"] == "stop"  # 8 is the top of [2, 4, 8]: better, and nothing further up
+    assert step["best"]["server_args"] == eight and step["best"]["output_throughput"] == 1100.0
+
+
+def test_a_start_that_runs_out_of_memory_backs_off_that_dimension():
+    base = {"max-running-requests": 1000, "num-continuous-decode-steps": 4, "mem-fraction-static": 0.88}
+    search = throughput_search(base_args=base, max_running_requests=False, decode_steps=[],
+                               dimensions=[{"flag": "mem-fraction-static", "values": [0.88, 0.96]}])
+    high = {**base, "mem-fraction-static": 0.96}
+    step = tune_search.next_trial(search, [ok(base, 1200, 1000.0), failed_start(high, "oom")])
+    assert step["action"] == "backoff" and step["restart"] is True
+    assert step["server_args"]["mem-fraction-static"] == 0.92
+    failed = next(p for p in step["path"] if p["candidate"] == "mem-fraction-static 0.96")
+    assert failed["failure_kind"] == "oom" and failed["verdict"] == "start failed: oom"
+
+
+def test_a_first_start_that_fails_lowers_or_raises_mem_fraction_static():
+    base = {"mem-fraction-static": 0.95}
+    search = throughput_search(base_args=base)
+    step = tune_search.next_trial(search, [failed_start(base, "oom")])
+    assert step["action"] == "backoff" and step["server_args"] == {"mem-fraction-static": 0.92}
+    step = tune_search.next_trial(search, [failed_start(base, "not_enough_memory")])
+    assert step["server_args"] == {"mem-fraction-static": 0.98}
+    step = tune_search.next_trial(search, [failed_start(base, "nccl")])
+    assert step["action"] == "stop" and "nccl" in step["reason"] and "base args" in step["reason"]
+
+
+def slo_search(**extra) -> dict:
+    search = {"objective": {"kind": "slo", "percentile": "p99", "ttft_ms": 2000, "tpot_ms": 100,
+                            "loads": [100, 200, 400, 800, 1600]},
+              "base_args": {"num-continuous-decode-steps": 4}, "decode_steps": [4, 8],
+              "max_running_requests": False, "input_len": 128, "output_len": 128}
+    search.update(extra)
+    return search
+
+
+def test_slo_candidate_missing_the_slo_at_the_incumbents_best_load_is_dropped_at_once():
+    base, eight = {"num-continuous-decode-steps": 4}, {"num-continuous-decode-steps": 8}
+    # the base meets the SLO up to 400 (bisection: 100, then 800 fails, 200 and 400 pass)
+    trials = [ok(base, 100, 100.0), ok(base, 800, 700.0, tpot=150.0), ok(base, 200, 200.0), ok(base, 400, 390.0)]
+    step = tune_search.next_trial(slo_search(), trials)
+    assert step["server_args"] == eight and step["max_concurrency"] == 400  # the incumbent's best load
+    trials.append(ok(eight, 400, 395.0, ttft=2500.0))
+    step = tune_search.next_trial(slo_search(), trials)
+    assert step["action"] == "stop"
+    entry = step["path"][-1]
+    assert entry["points"] == 1 and "dropped: misses the SLO at the incumbent's best load 400" in entry["verdict"]
+    assert step["best"]["slo_load"] == 400 and step["best"]["server_args"] == base
+
+
+def test_slo_loads_above_the_kv_capacity_are_never_run():
+    def oracle(args: dict, load: int) -> float:
+        return float(load)
+    search = slo_search(objective={"kind": "slo", "ttft_ms": 2000, "loads": [100, 400, 1600, 3200, 6400]})
+    stop, trials = run_to_stop(search, oracle)
+    # KV capacity 1000: 1000 (the capacity point) and 1600 (the first above) may run, not 3200 or 6400
+    assert {t["max_concurrency"] for t in trials} <= {100, 400, 1000, 1600}
+    assert stop["best"]["slo_load"] == 1600
+
+
+def test_resuming_gives_the_same_proposals():
+    stop, trials = run_to_stop(throughput_search())
+    for k in range(len(trials)):
+        step = tune_search.next_trial(throughput_search(), trials[:k])
+        assert (step["server_args"], step["max_concurrency"]) == (trials[k]["server_args"], trials[k]["max_concurrency"])
+        assert step == tune_search.next_trial(throughput_search(), trials[:k])
+    assert tune_search.next_trial(throughput_search(), trials) == stop
+
+
+def test_finds_the_peak_with_one_restart_per_candidate():
+    stop, trials = run_to_stop(throughput_search())
+    # 1200 runs no more than the KV capacity's 1000: within noise, the incumbent stays
+    assert stop["best"]["server_args"] == {"max-running-requests": 1000, "num-continuous-decode-steps": 8}
+    entry = next(p for p in stop["path"] if p["candidate"] == "max-running-requests 1200")
+    assert entry["verdict"] == "within noise" and entry["vs"] == "max-running-requests 1000"
+    configs = [tune_search.config_key(t["server_args"]) for t in trials]
+    restarts = 1 + sum(1 for a, b in zip(configs, configs[1:]) if a != b)
+    assert restarts == len(set(configs)) == stop["restarts"]  # never back to a configuration
+    assert stop["points"] == len(trials)
+
+
+def test_the_points_budget_stops_with_the_best_so_far():
+    search = throughput_search(budget={"points": 2})
+    stop, trials = run_to_stop(search)
+    assert len(trials) == 2 and stop["action"] == "stop"
+    assert stop["reason"] == "budget: 2 of 2 points used"
+    assert stop["best"]["server_args"]["max-running-requests"] == 1000
+
+
+def test_the_minutes_budget_counts_the_trials_elapsed_time():
+    base = {"max-running-requests": 500, "num-continuous-decode-steps": 4}
+    trial = {**ok(base, 1200, 500.0), "elapsed_s": 50.0}
+    step = tune_search.next_trial(throughput_search(budget={"minutes": 1}), [trial])
+    assert step["action"] == "stop" and step["reason"].startswith("budget:")
+    assert tune_search.next_trial(throughput_search(budget={"minutes": 2}), [trial])["action"] == "run"
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"objective": {"kind": "latency"}}, "search.objective.kind"),
+    ({"objective": {"kind": "throughput"}}, "search.objective.concurrency"),
+    ({"objective": {"kind": "slo"}}, "ttft_ms and/or tpot_ms"),
+    ({"objective": {"kind": "slo", "ttft_ms": 100, "percentile": "p42"}}, "search.objective.percentile"),
+    ({"dimensions": [{"flag": "chunked-prefill-size"}]}, "search.dimensions"),
+    ({"dimensions": [{"flag": "num-continuous-decode-steps", "values": [1]}]}, "search.decode_steps"),
+    ({"budget": {"points": 0}}, "search.budget.points"),
+    ({"input_len": None}, "search.input_len"),
+])
+def test_bad_searches_name_the_key(change, words):
+    with pytest.raises(ValueError, match=words.replace(".", r"\.").replace("(", r"\(")):
+        tune_search.validate(throughput_search(**change))
+
+
+def test_judge_uses_the_spread_of_the_repeats():
+    assert tune_search.judge([1030.0], [1000.0], 0.015) == "better"
+    assert tune_search.judge([1010.0], [1000.0], 0.015) == "within noise"
+    assert tune_search.judge([1030.0, 990.0, 1070.0], [1000.0], 0.015) == "within noise"  # spread 40
+    assert tune_search.judge([900.0], [1000.0], 0.015) == "worse"
