@@ -62,21 +62,16 @@ def check_args(args, **more):
 
 def test_record_names_the_unit_files_and_keeps_the_record_when_unchanged(run_module, host):
     files, _, record, args = host
+    dry = run_module(sglang_deploy_state, state="record", _ansible_check_mode=True, **args)
+    assert dry["changed"] is True and not record.exists()
     out = run_module(sglang_deploy_state, state="record", **args)
     assert out["changed"] is True and out["files"] == sorted(str(p) for p in files.values())
     assert record.stat().st_mode & 0o777 == 0o600 and record.parent.stat().st_mode & 0o777 == 0o700
-    saved = json.loads(record.read_text())
-    assert saved["files"][str(files["env"])]["mode"] == "0600" and "k\n" not in record.read_text()
-    before = record.read_text()
+    saved = record.read_text()
+    assert json.loads(saved)["files"][str(files["env"])]["mode"] == "0600" and "k\n" not in saved
     time.sleep(1.1)
     again = run_module(sglang_deploy_state, state="record", **args)
-    assert again["changed"] is False and again["recorded_at"] == out["recorded_at"] and record.read_text() == before
-
-
-def test_record_in_check_mode_writes_nothing(run_module, host):
-    _, _, record, args = host
-    out = run_module(sglang_deploy_state, state="record", _ansible_check_mode=True, **args)
-    assert out["changed"] is True and not record.exists()
+    assert again["changed"] is False and again["recorded_at"] == out["recorded_at"] and record.read_text() == saved
 
 
 @pytest.mark.parametrize("drift, reason", [
