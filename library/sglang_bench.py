@@ -468,12 +468,16 @@ def run_point(params, runner=subprocess.run, now=time.time):
         for key, value in asked.items():
             if record.get(key) is None:
                 record[key] = value
-        if (record.get("failed") or 0) > 0:
+        completed = record.get("completed") or 0
+        lost = record.get("failed") or 0
+        if not lost and record.get("completed") is not None and (record.get("num_prompts") or 0) > completed:
+            lost = record["num_prompts"] - completed  # (the Rust client's JSONL has no failed count)
+        if lost > 0:
             # Some requests got no answer (the server died or refused them mid-point): the
             # numbers are kept, but they are not a measurement of the configuration.
             record["status"] = "failed"
-            record["error"] = (f"{record['failed']} of {(record.get('completed') or 0) + record['failed']} requests "
-                               "failed (the server stopped answering or refused them); see the server's log")
+            record["error"] = (f"{lost} of {completed + lost} requests failed (the server stopped answering "
+                               "or refused them); see the server's log")
     raw = {"txt": _tail(stdout + ("\n--- stderr ---\n" + stderr if stderr else ""))}
     if jsonl_text:
         raw["jsonl"] = _tail(jsonl_text)

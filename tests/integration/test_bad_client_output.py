@@ -86,3 +86,5 @@ def test_bad_client_output_is_a_failed_point_that_names_its_file(tmp_path, serve
     records = [json.loads(line) for line in (results / f"bad-{case}" / "records.jsonl").read_text().splitlines()]
     assert [(r["status"], r["max_concurrency"]) for r in records] == [("failed", 4)]
     assert records[0]["total_throughput"] is None  # nothing invented from the broken output
+    # The sweep stopped, and its log excerpt still came home.
+    assert (results / f"bad-{case}" / "logs" / "gpu-vm-default.log").exists()

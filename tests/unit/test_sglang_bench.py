@@ -117,11 +117,12 @@ def test_check_of_a_venv_without_the_client():
 
 def test_run_point_parses_jsonl_with_infinity_and_labels():
     runner = fake_runner(stdout=STDOUT, jsonl=JSONL)
-    record, raw, argv, started, finished = sglang_bench.run_point(PARAMS, runner=runner)
+    # (the fixture is a run of 20 prompts: every one completed)
+    record, raw, argv, started, finished = sglang_bench.run_point(dict(PARAMS, num_prompts=20), runner=runner)
     assert record["status"] == "ok" and record["request_rate"] == "inf"
     assert record["host"] == "gpu-1" and record["profile"] == "tuned" and record["standin"] is True
     assert record["completed"] == 20 and record["output_throughput"] > 0
-    assert record["num_prompts"] == 1280  # the Rust client's JSONL has none: what was asked
+    assert record["num_prompts"] == 20  # the Rust client's JSONL has none: what was asked
     assert raw["jsonl"] == JSONL and "Serving Benchmark Result" in raw["txt"]
     env = runner.calls[-1][1]["env"]
     assert env["OPENAI_API_KEY"] == "sk-secret"
@@ -211,3 +212,12 @@ def test_a_point_with_failed_requests_is_a_failed_point_that_keeps_its_numbers()
     record, *_ = sglang_bench.run_point(PARAMS, runner=fake_runner(stdout="", jsonl=json.dumps(line)))
     assert record["status"] == "failed" and record["completed"] == 6 and record["failed"] == 14
     assert record["error"].startswith("14 of 20 requests failed (the server stopped answering or refused them)")
+
+
+def test_a_point_that_completed_fewer_requests_than_it_sent_is_failed():
+    """The Rust client's JSONL has no failed count: fewer completed than asked for is the same thing."""
+    line = json.loads(JSONL)
+    line.pop("failed", None)
+    line.update(completed=8)
+    record, *_ = sglang_bench.run_point(dict(PARAMS, num_prompts=40), runner=fake_runner(jsonl=json.dumps(line)))
+    assert record["status"] == "failed" and record["error"].startswith("32 of 40 requests failed")

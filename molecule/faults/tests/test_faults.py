@@ -96,28 +96,52 @@ def test_one_command_restores_the_last_good_configuration(tmp_path):
 def test_a_server_crashing_mid_sweep_keeps_the_finished_points_and_ends_clearly(tmp_path):
     run = play(tmp_path, "restart.yml", extra={"sglang_profile": "fault_crash"}, limit=HOSTS[0])
     assert run.rc == 0, run.explain()
-    run = play(tmp_path, "benchmark.yml", limit=HOSTS[0],
-               extra={"bench_run_id": "crash", "sglang_benchmark_stop_on_failure": True})
+    try:
+        run = play(tmp_path, "benchmark.yml", limit=HOSTS[0],
+                   extra={"bench_run_id": "crash", "sglang_benchmark_stop_on_failure": True})
+    finally:  # back on the good profile for the next tests
+        restored = play(tmp_path, "restart.yml", extra={"sglang_profile": "baseline"}, limit=HOSTS[0])
+    assert restored.rc == 0, restored.explain()
     assert run.rc != 0
     failure = [f for f in run.failures if f.host == HOSTS[0]][0]
     assert failure.task == "Stop on the failed point (sglang_benchmark_stop_on_failure)", run.explain()
-    assert "the point at concurrency 8 failed" in failure.text(), failure.text()
+    assert "the point at concurrency 8 failed (" in failure.text() and "requests failed (the server stopped" in failure.text()
     assert f"it is recorded in {RESULTS}/crash/records.jsonl" in failure.text()
     got = records("crash")
     assert [(r["max_concurrency"], r["status"]) for r in got] == [(4, "ok"), (8, "failed")], got
-    assert got[1]["error"] and got[0]["completed"] == 20
-    # Back on the good profile for the next tests.
-    run = play(tmp_path, "restart.yml", extra={"sglang_profile": "baseline"}, limit=HOSTS[0])
-    assert run.rc == 0, run.explain()
+    assert got[0]["completed"] == 20 and "requests failed" in got[1]["error"]
+    log = (RESULTS / "crash" / "logs").iterdir()
+    assert any("CUDA error: an illegal memory access" in p.read_text() for p in log)
+
+
+# Every point of the plan, on each host, run once: what an uninterrupted sweep records.
+EXPECTED = sorted((h, "baseline", c, 0, "ok") for h in HOSTS for c in (4, 8, 16))
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    """An uninterrupted sweep of both hosts: its records and its wall time."""
+def one_host_unreachable(tmp_path_factory):
+    """benchmark.yml with host 2 paused (every connection to it fails): host 1's sweep runs
+    uninterrupted; its wall time paces the kills below."""
+    subprocess.run(["podman", "pause", HOSTS[1]], check=True)
     started = time.monotonic()
-    run = play(tmp_path_factory.mktemp("reference"), "benchmark.yml", extra={"bench_run_id": "reference"})
-    assert run.rc == 0, run.explain()
-    return records("reference"), time.monotonic() - started
+    try:
+        run = play(tmp_path_factory.mktemp("unreachable"), "benchmark.yml", extra={"bench_run_id": "unreachable"})
+    finally:
+        subprocess.run(["podman", "unpause", HOSTS[1]], check=True)
+    return run, time.monotonic() - started
+
+
+def test_one_unreachable_host_of_two(one_host_unreachable):
+    run, wall = one_host_unreachable
+    print(f"sweep with one host unreachable: {wall:.1f} s")
+    assert run.rc != 0
+    assert [f.host for f in run.failures] == [HOSTS[1]], run.explain()
+    got = records("unreachable")
+    assert sorted(key(r) for r in got) == [k for k in EXPECTED if k[0] == HOSTS[0]], got
+    run_json = json.loads((RESULTS / "unreachable" / "run.json").read_text())
+    assert "unreachable" in run_json["hosts"][HOSTS[1]]["missing"], run_json["hosts"]
+    report = (RESULTS / "unreachable" / "report.md").read_text()
+    assert f"Host **{HOSTS[1]}**: no results (unreachable" in report, report[:2000]
 
 
 def client_processes():
@@ -133,9 +157,8 @@ def client_processes():
     return found
 
 
-def test_a_controller_killed_mid_sweep_resumes_to_the_same_records(tmp_path, reference):
-    expected, wall = reference
-    assert len(expected) == 8 and all(r["status"] == "ok" for r in expected)
+def test_a_controller_killed_mid_sweep_resumes_to_the_same_records(tmp_path, one_host_unreachable):
+    _, wall = one_host_unreachable
     rng = random.Random(os.environ.get("FAULTS_SEED", "faults"))
     kills = []
     for _ in range(3):
@@ -156,28 +179,13 @@ def test_a_controller_killed_mid_sweep_resumes_to_the_same_records(tmp_path, ref
         run = play(tmp_path, "benchmark.yml", extra={"bench_run_id": "killed"})
         if run.rc == 0:
             break
-    print(f"reference sweep {wall:.1f} s; kills at (s, records so far): {kills}")
+    print(f"kills at (s, records so far): {kills}")
     assert run.rc == 0, run.explain()
     got = records("killed")
     assert len(got) == len({key(r) for r in got}), "a point was recorded twice"
-    assert sorted(key(r) for r in got) == sorted(key(r) for r in expected)
-    # The interrupted sweeps' log excerpts and telemetry came home with the resume.
+    # The same records as an uninterrupted sweep: host 1's above, and every point ok on both.
+    assert sorted(key(r) for r in got) == EXPECTED
+    assert [k for k in EXPECTED if k[0] == HOSTS[0]] == sorted(key(r) for r in records("unreachable"))
+    # The interrupted sweeps' log excerpts came home with the resume.
     logs = sorted(p.name for p in (RESULTS / "killed" / "logs").iterdir())
     assert logs == [f"{h}-baseline.log" for h in HOSTS], logs
-
-
-def test_one_unreachable_host_of_two(tmp_path, reference):
-    expected, _ = reference
-    subprocess.run(["podman", "pause", HOSTS[1]], check=True)
-    try:
-        run = play(tmp_path, "benchmark.yml", extra={"bench_run_id": "unreachable"})
-    finally:
-        subprocess.run(["podman", "unpause", HOSTS[1]], check=True)
-    assert run.rc != 0
-    assert [f.host for f in run.failures] == [HOSTS[1]], run.explain()
-    got = records("unreachable")
-    assert sorted(key(r) for r in got) == sorted(key(r) for r in expected if r["host"] == HOSTS[0])
-    run_json = json.loads((RESULTS / "unreachable" / "run.json").read_text())
-    assert "unreachable" in run_json["hosts"][HOSTS[1]]["missing"], run_json["hosts"]
-    report = (RESULTS / "unreachable" / "report.md").read_text()
-    assert f"Host **{HOSTS[1]}**: no results" in report, report[:2000]
