@@ -15,8 +15,10 @@ The search, a coordinate climb over ordered dimensions:
    at and above that capacity, never above the top load) follow.
 2. Dimensions in order: max-running-requests, num-continuous-decode-steps, then the user's.
    Along each, from the incumbent's value, the neighbour up is tried; while it is better the
-   climb goes on up; when the first step up is not better, it tries down the same way. Each
-   candidate is one restart and as few points as the decision needs.
+   climb goes on up; when the first step up is not better, it tries down the same way. A step
+   within noise but above the incumbent is crossed once (the next value is tried against the
+   incumbent), so a run of small gains is not lost (throughput objective). Each candidate is one restart and as few
+   points as the decision needs.
 3. A candidate is measured first where the incumbent was best: a throughput objective needs
    only that point; for an SLO objective a candidate that fails the SLO there cannot beat the
    incumbent and is dropped at once, otherwise the next load up decides.
@@ -50,6 +52,7 @@ A trial (a result record, with these keys at least):
 """
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -293,14 +296,21 @@ class _Search:
             samples = samples + [self.sample(args, load, len(samples), f"{why}: within noise, repeat")]
 
     # -- the loads -----------------------------------------------------------------
-    def loads(self) -> list[int]:
+    def loads(self, args: dict[str, Any] | None = None) -> list[int]:
+        """The loads sweep.plan_points plans for the KV capacity: that of the start of args once
+        it has reported one, else the incumbent's (a candidate's first point is chosen before its
+        start, so a candidate that shrinks the KV pool may run that one above its capacity)."""
         if self.objective["kind"] == "throughput":
             wanted = [self.objective["concurrency"]]
         else:
             wanted = self.objective["loads"]
-        if self.kv_capacity is None:
+        key = config_key(args) if args is not None else None
+        own = next((self._capacity(t) for t in self.consumed if key is not None and t.get("max_total_num_tokens")
+                    and config_key(t.get("server_args") or {}) == key), None)
+        cap = own or self.kv_capacity
+        if cap is None:
             return wanted
-        return [p["max_concurrency"] for p in plan_points(wanted, self.kv_capacity) if p["status"] == "planned"]
+        return [p["max_concurrency"] for p in plan_points(wanted, cap) if p["status"] == "planned"]
 
     # -- evaluating one configuration ------------------------------------------------
     def evaluate(self, args: dict[str, Any], label: str, backoff: bool = False) -> dict[str, Any]:
@@ -318,11 +328,12 @@ class _Search:
     def _evaluate_slo(self, args: dict[str, Any], label: str, backoff: bool) -> dict[str, Any]:
         inc = self.incumbent
         if inc is None or inc["load"] is None:
-            first = self.loads()[0]
+            first = self.loads(args)[0]
             samples = self.measure(args, first, f"{label} at {first}", backoff)
-            loads = self.loads()  # the KV capacity is known now
+            loads = self.loads(args)  # its KV capacity is known now
             results = {first: samples}
-            lo, hi = (loads.index(first), len(loads)) if self.passes(samples) else (-1, loads.index(first))
+            at = bisect.bisect_right(loads, first) - 1
+            lo, hi = (at, len(loads)) if self.passes(samples) else (-1, max(at, 0))
             while hi - lo > 1:
                 mid = (lo + hi) // 2
                 results[loads[mid]] = self.measure(args, loads[mid], f"{label} at {loads[mid]} (bisect)")
@@ -331,14 +342,14 @@ class _Search:
                 return self._result(args, label, None, [], "meets the SLO at no load", inc is None)
             verdict = "the first start" if inc is None else "better: meets the SLO where the incumbent does not"
             return self._result(args, label, loads[lo], results[loads[lo]], verdict, True)
-        loads = self.loads()
         at = inc["load"]
         samples = self.measure(args, at, f"{label} at the incumbent's best load {at}", backoff)
         if not self.passes(samples):
             return self._result(args, label, None, samples,
                                 f"dropped: misses the SLO at the incumbent's best load {at}", False)
-        index = loads.index(at)
-        if index + 1 < len(loads):
+        loads = self.loads(args)  # its own KV capacity is known now
+        index = bisect.bisect_right(loads, at) - 1
+        if index + 1 < len(loads) and loads[index + 1] > at:
             up = loads[index + 1]
             above = self.measure(args, up, f"{label} at {up}")
             if self.passes(above):
@@ -449,7 +460,7 @@ class _Search:
         if current in axis:
             pos = axis.index(current)
         else:  # off the axis (e.g. the server's default): the start value first
-            if not self.try_value(flag, start, current):
+            if self.try_value(flag, start, current) != "better":
                 return
             pos = axis.index(start)
             if _numbers([current]) and current is not None:
@@ -458,21 +469,28 @@ class _Search:
             self.walk(flag, axis, pos, -1, worse)
 
     def walk(self, flag: str, axis: list, pos: int, direction: int, worse: list) -> bool:
-        """Step along the axis while the next value is better; a value already found worse
-        between here and the next ends the walk (one peak along a dimension)."""
-        moved = False
-        while 0 <= pos + direction < len(axis):
-            here, there = axis[pos], axis[pos + direction]
-            if _numbers([here, there]) and any(min(here, there) < w < max(here, there) for w in worse):
+        """Step along the axis while the next value is better. A step within noise but above
+        the incumbent is crossed once: the value after it is tried against the incumbent (a
+        flat stretch of small gains). A value already found worse between the incumbent and
+        the next ends the walk (one peak along a dimension)."""
+        moved, probe, crossed = False, pos, False
+        while 0 <= probe + direction < len(axis):
+            there = axis[probe + direction]
+            if _numbers([axis[pos], there]) and any(min(axis[pos], there) < w < max(axis[pos], there) for w in worse):
                 break
-            if not self.try_value(flag, there, here):
+            outcome = self.try_value(flag, there, axis[pos])
+            if outcome == "better":
+                pos = probe = probe + direction
+                moved, crossed = True, False
+            elif outcome == "leaning" and not crossed:
+                probe, crossed = probe + direction, True
+            else:
                 break
-            pos += direction
-            moved = True
         return moved
 
-    def try_value(self, flag: str, value: Any, current: Any) -> bool:
-        """Evaluate the incumbent with flag=value; True when it became the incumbent."""
+    def try_value(self, flag: str, value: Any, current: Any) -> str:
+        """Evaluate the incumbent with flag=value: 'better' (it became the incumbent),
+        'leaning' (within noise, its median above the incumbent's) or 'no'."""
         args = {**self.incumbent["args"], flag: value}
         label = f"{flag} {value}"
         try:
@@ -481,26 +499,33 @@ class _Search:
             self._failed(args, label, failed.kind)
             numeric = _numbers([value]) and _numbers([current]) and current is not None
             if failed.kind not in MEMORY_FAILURES or not numeric:
-                return False
+                return "no"
             half = (value + current) / 2
             half = int(round(half)) if isinstance(value, int) and isinstance(current, int) else round(half, 3)
             if half in (value, current):
-                return False
+                return "no"
             args = {**self.incumbent["args"], flag: half}
             label = f"{flag} {half} (backed off from {value}: {failed.kind})"
             try:
                 result = self.evaluate(args, label, backoff=True)
             except _StartFailed as again:
                 self._failed(args, label, again.kind)
-                return False
-            self._record(result, result["better"])
-            if result["better"]:
-                self.incumbent = result
-            return False  # no further in the direction that failed
+                return "no"
+            self._accept(result)
+            return "no"  # no further in the direction that failed
+        return self._accept(result)
+
+    def _accept(self, result: dict[str, Any]) -> str:
         self._record(result, result["better"])
         if result["better"]:
             self.incumbent = result
-        return result["better"]
+            return "better"
+        # (an SLO objective ranks by load first: at one load the goodput of two candidates
+        # differs little, so a lean there says nothing)
+        inc = self.incumbent
+        leaning = self.objective["kind"] == "throughput" and result["verdict"] == "within noise" \
+            and (median(result["values"]) or 0.0) > (median(inc["values"]) or 0.0)
+        return "leaning" if leaning else "no"
 
 
 def _best(search: _Search) -> dict[str, Any] | None:

@@ -33,6 +33,7 @@ if str(REPO / "module_utils") not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(str(REPO / "module_utils"))
 
 from ansible.module_utils import sweep, tune_search  # noqa: E402
+
 from sglang_standin import config, landscape  # noqa: E402
 from sglang_standin import sweep as standin_sweep  # noqa: E402
 
@@ -42,8 +43,9 @@ DEFAULT_LANDSCAPE = REPO / "standin" / "sglang_standin" / "landscapes" / "refere
 class Simulator:
     """The stand-in's performance model as a benchmark target: truth (no noise) and measurements."""
 
-    def __init__(self, values: dict[str, Any], input_len: int, output_len: int):
+    def __init__(self, values: dict[str, Any], input_len: int, output_len: int, seed: int = 0):
         self.values = values
+        self.seed = seed
         self.input_len, self.output_len = input_len, output_len
         self.model = landscape.perf_model(values)
         self._truth: dict[tuple[str, int], dict] = {}
@@ -80,7 +82,7 @@ class Simulator:
         if failure:
             return {"server_args": args, "status": "startup_failed", "failure_kind": failure}
         truth = self.truth(args, load)
-        seed = hashlib.sha256(f"{tune_search.config_key(args)}|{load}|{repeat}".encode()).hexdigest()
+        seed = hashlib.sha256(f"{self.seed}|{tune_search.config_key(args)}|{load}|{repeat}".encode()).hexdigest()
         rng = random.Random(seed)
         noise = self.values["noise"]
         factor = 1 + rng.gauss(0, noise)
@@ -107,7 +109,7 @@ def search_spec(values: dict[str, Any]) -> dict[str, Any]:
             "dimensions": [{"flag": k[len("search_dim_"):], "values": v}
                            for k, v in values.items() if k.startswith("search_dim_")],
             "input_len": values.get("search_input_len", 128), "output_len": values.get("search_output_len", 128),
-            "budget": {"points": values.get("search_points", 15)}}
+            "budget": {"points": values.get("search_points", 15), "restarts": values.get("search_restarts")}}
     if "search_decode_steps" in values:
         spec["decode_steps"] = values["search_decode_steps"]
     return tune_search.validate(spec)
@@ -216,10 +218,43 @@ def space(spec: dict, sim: Simulator, trials: list[dict]) -> tuple[list[dict], l
     return grid, single
 
 
+def robustness(spec: dict, sim: Simulator, seeds: int, say) -> int:
+    """The search under seeds 0..seeds-1 of the noise, against the noise-free grid's optimum."""
+    runs = []
+    for seed in range(seeds):
+        sim.seed = seed
+        runs.append(run_search(spec, sim, lambda *_: None))
+    grid, _ = space(spec, sim, [t for _, trials in runs for t in trials])
+    optimum = (None, 0.0)
+    for args in grid:
+        if not sim.start_failure(args):
+            found = objective_value(spec, sim, args, loads_for(spec, sim, args))
+            optimum = found if better(found, optimum) else optimum
+    rows = []
+    for seed, (stop, trials) in enumerate(runs):
+        best = stop["best"]
+        true = sim.truth(best["server_args"], best["load"])["output_throughput"] if best["load"] else 0.0
+        over = sum(1 for t in trials if t["status"] == "ok"
+                   and t["max_concurrency"] not in loads_for(spec, sim, t["server_args"]))
+        rows.append({"seed": seed, "points": stop["points"], "restarts": stop["restarts"],
+                     "best_vs_optimum": round(true / optimum[1], 4), "over_capacity_points": over})
+        say(json.dumps(rows[-1]))
+    ratios = sorted(r["best_vs_optimum"] for r in rows)
+    print(json.dumps({"seeds": seeds, "optimum_output_tps": round(optimum[1], 1),
+                      "best_vs_optimum_min": ratios[0], "best_vs_optimum_median": ratios[len(ratios) // 2],
+                      "within_2pct": sum(r >= 0.98 for r in ratios), "within_3pct": sum(r >= 0.97 for r in ratios),
+                      "points_max": max(r["points"] for r in rows), "restarts_max": max(r["restarts"] for r in rows),
+                      "over_capacity_points": sum(r["over_capacity_points"] for r in rows)}))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--landscape", default=str(DEFAULT_LANDSCAPE), help="a landscape file (YAML)")
     parser.add_argument("--quiet", action="store_true", help="only the final JSON line")
+    parser.add_argument("--seed", type=int, default=0, help="the measurement noise's seed")
+    parser.add_argument("--seeds", type=int, default=0,
+                        help="instead: run the search with seeds 0..N-1 and summarise (no grid)")
     args = parser.parse_args(argv)
     try:
         values = landscape.load(args.landscape)
@@ -227,7 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         parser.error(f"--landscape {args.landscape}: {exc}")
     say = (lambda *_: None) if args.quiet else print
-    sim = Simulator(values, spec["input_len"], spec["output_len"])
+    sim = Simulator(values, spec["input_len"], spec["output_len"], args.seed)
+    if args.seeds:
+        return robustness(spec, sim, args.seeds, say)
     name = Path(args.landscape).stem
     say(f"tune-sim: landscape {name} ({args.landscape}), objective {json.dumps(spec['objective'])}, "
         f"budget {json.dumps(spec['budget'])}")
@@ -240,17 +277,16 @@ def main(argv: list[str] | None = None) -> int:
     # max-running-requests' from each configuration's own KV capacity
     optimum_args, optimum = None, (None, 0.0)
     grid, single = space(spec, sim, trials)
-    loads = loads_for(spec, sim, spec["base_args"])
     for config_args in grid:
         if sim.start_failure(config_args):
             continue
         found = objective_value(spec, sim, config_args, loads_for(spec, sim, config_args))
         if optimum_args is None or better(found, optimum):
             optimum_args, optimum = config_args, found
-    over = [t for t in trials if t.get("max_concurrency") and cap
-            and t["max_concurrency"] not in {p["max_concurrency"] for p in sweep.plan_points(
-                spec["objective"].get("loads", [spec["objective"].get("concurrency")]), cap)
-                if p["status"] == "planned"}]
+    # a point the KV capacity rules out: a load sweep.plan_points does not plan for the capacity
+    # that the point's own server reported
+    over = [t for t in trials if t["status"] == "ok"
+            and t["max_concurrency"] not in loads_for(spec, sim, t["server_args"])]
     best_load = best["load"] if best else None
     best_true = sim.truth(best["server_args"], best_load)["output_throughput"] if best and best_load else 0.0
     grid_result = baseline_search(spec, sim, grid)

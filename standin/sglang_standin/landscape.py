@@ -16,9 +16,10 @@ reference values, documented. Keys:
 - noise: relative standard deviation of a simulated measurement (make tune-sim only);
 - search_*: the search that make tune-sim runs on this landscape (ignored by the server):
   search_objective (throughput | slo), search_concurrency, search_input_len,
-  search_output_len, search_slo_percentile, search_slo_ttft_ms, search_slo_tpot_ms,
-  search_points, search_arg_<flag> (the server args the search starts from) and
-  search_dim_<flag> ([values]: a further dimension).
+  search_output_len, search_loads, search_slo_percentile, search_slo_ttft_ms,
+  search_slo_tpot_ms, search_points and search_restarts (the budget), search_decode_steps,
+  search_arg_<flag> (the server args the search starts from) and search_dim_<flag>
+  ([values]: a further dimension).
 """
 
 from __future__ import annotations

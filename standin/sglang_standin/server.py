@@ -11,8 +11,8 @@ import uuid
 
 from . import SGLANG_VERSION, __version__, config, faults, landscape, logs, tokenizer
 from .httpserver import HTTPServer, Request, Response, json_response, parse_bearer
-from .model import Scheduler
 from .model import Request as EngineRequest
+from .model import Scheduler
 
 HEALTH_PATHS = ("/health", "/ready", "/metrics")  # SGLang exempts these prefixes from the API key
 GPU_MEMORY_GB = 94.97

@@ -156,7 +156,7 @@ def test_finds_the_peak_with_one_restart_per_candidate():
     entry = next(p for p in stop["path"] if p["candidate"] == "max-running-requests 1200")
     assert entry["verdict"] == "within noise" and entry["vs"] == "max-running-requests 1000"
     configs = [tune_search.config_key(t["server_args"]) for t in trials]
-    restarts = 1 + sum(1 for a, b in zip(configs, configs[1:]) if a != b)
+    restarts = 1 + sum(1 for a, b in zip(configs, configs[1:], strict=False) if a != b)
     assert restarts == len(set(configs)) == stop["restarts"]  # never back to a configuration
     assert stop["points"] == len(trials)
 
@@ -197,3 +197,22 @@ def test_judge_uses_the_spread_of_the_repeats():
     assert tune_search.judge([1010.0], [1000.0], 0.015) == "within noise"
     assert tune_search.judge([1030.0, 990.0, 1070.0], [1000.0], 0.015) == "within noise"  # spread 40
     assert tune_search.judge([900.0], [1000.0], 0.015) == "worse"
+
+
+def test_a_step_within_noise_but_above_the_incumbent_is_crossed_once():
+    base = {"max-running-requests": 1000, "num-continuous-decode-steps": 4}
+    search = throughput_search(base_args=base, max_running_requests=False, decode_steps=[2, 4, 8, 16, 32])
+    eight, sixteen = ({**base, "num-continuous-decode-steps": n} for n in (8, 16))
+    leaning = [ok(base, 1200, 1000.0)] + [ok(eight, 1200, v) for v in (1008.0, 1010.0, 1006.0)]
+    step = tune_search.next_trial(search, leaning)
+    assert step["server_args"] == sixteen and step["restart"] is True  # against the incumbent, 4
+    # a second flat step ends the walk up; down from the incumbent next
+    step = tune_search.next_trial(search, leaning + [ok(sixteen, 1200, v) for v in (1009.0, 1004.0, 1011.0)])
+    assert step["server_args"]["num-continuous-decode-steps"] == 2
+    # 16 clearly better than 4: the walk goes on from 16
+    step = tune_search.next_trial(search, leaning + [ok(sixteen, 1200, 1040.0)])
+    assert step["server_args"]["num-continuous-decode-steps"] == 32
+    assert step["best"]["server_args"] == sixteen
+    # within noise below the incumbent: no crossing, the walk turns down
+    below = [ok(base, 1200, 1000.0)] + [ok(eight, 1200, v) for v in (992.0, 994.0, 990.0)]
+    assert tune_search.next_trial(search, below)["server_args"]["num-continuous-decode-steps"] == 2
