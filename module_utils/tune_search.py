@@ -25,7 +25,8 @@ The search, a coordinate climb over ordered dimensions:
 4. Comparisons use medians with their spread (half the min-max range of the repeats): a
    difference within max(noise x the larger median, the spreads) is repeated (on the running
    candidate: no restart) up to `repeats` samples and is otherwise reported as within noise;
-   the incumbent then stays.
+   the incumbent then stays. A candidate that wins on one sample is measured once more
+   before it becomes the incumbent (no later comparison against one lucky sample).
 5. A start that fails for memory (oom, not_enough_memory) is recorded with its kind; the
    search backs off: halfway back to the incumbent's value on that dimension (or, for the
    first start, mem-fraction-static down for oom, up for not enough memory), and goes on.
@@ -288,9 +289,13 @@ class _Search:
 
     def compare(self, args: dict[str, Any], load: int, samples: list[dict], incumbent: list[float],
                 why: str) -> tuple[str, list[dict]]:
-        """Repeat the running candidate while it is within noise of the incumbent."""
+        """Repeat the running candidate while it is within noise of the incumbent; a candidate
+        that wins on one sample is measured once more (a new best is never one lucky sample)."""
         while True:
             verdict = judge([self.value(t) for t in samples], incumbent, self.s["noise"])
+            if verdict == "better" and len(samples) == 1 < self.s["repeats"]:
+                samples = samples + [self.sample(args, load, 1, f"{why}: better, confirm")]
+                continue
             if verdict != "within noise" or len(samples) >= self.s["repeats"]:
                 return verdict, samples
             samples = samples + [self.sample(args, load, len(samples), f"{why}: within noise, repeat")]

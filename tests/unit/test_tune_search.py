@@ -75,13 +75,18 @@ def test_within_noise_repeats_the_running_candidate_then_says_so():
     assert step["best"]["within_noise"] == ["num-continuous-decode-steps 8"]
 
 
-def test_a_clear_difference_is_decided_on_one_point():
+def test_a_clear_winner_is_confirmed_by_one_more_point():
     base = {"max-running-requests": 1000, "num-continuous-decode-steps": 4}
     search = throughput_search(base_args=base, max_running_requests=False)
     eight = {**base, "num-continuous-decode-steps": 8}
-    step = tune_search.next_trial(search, [ok(base, 1200, 1000.0), ok(eight, 1200, 1100.0)])
+    trials = [ok(base, 1200, 1000.0), ok(eight, 1200, 1100.0)]
+    step = tune_search.next_trial(search, trials)
+    assert step["action"] == "repeat" and step["server_args"] == eight and step["restart"] is False
+    assert step["best"]["server_args"] == base  # not crowned on one sample
+    step = tune_search.next_trial(search, trials + [ok(eight, 1200, 1090.0)])
     assert step["action"] == "stop"  # 8 is the top of [2, 4, 8]: better, and nothing further up
-    assert step["best"]["server_args"] == eight and step["best"]["output_throughput"] == 1100.0
+    assert step["best"]["server_args"] == eight and step["best"]["output_throughput"] == 1095.0
+    assert step["best"]["spread"] == 5.0 and step["best"]["points"] == 2
 
 
 def test_a_start_that_runs_out_of_memory_backs_off_that_dimension():
@@ -162,11 +167,14 @@ def test_finds_the_peak_with_one_restart_per_candidate():
 
 
 def test_the_points_budget_stops_with_the_best_so_far():
-    search = throughput_search(budget={"points": 2})
+    search = throughput_search(budget={"points": 3})
     stop, trials = run_to_stop(search)
-    assert len(trials) == 2 and stop["action"] == "stop"
-    assert stop["reason"] == "budget: 2 of 2 points used"
+    assert len(trials) == 3 and stop["action"] == "stop"
+    assert stop["reason"] == "budget: 3 of 3 points used"
     assert stop["best"]["server_args"]["max-running-requests"] == 1000
+    # out of budget before its confirmation, a winner is not crowned
+    stop, _ = run_to_stop(throughput_search(budget={"points": 2}))
+    assert stop["best"]["server_args"]["max-running-requests"] == 500
 
 
 def test_the_minutes_budget_counts_the_trials_elapsed_time():
@@ -210,7 +218,7 @@ def test_a_step_within_noise_but_above_the_incumbent_is_crossed_once():
     step = tune_search.next_trial(search, leaning + [ok(sixteen, 1200, v) for v in (1009.0, 1004.0, 1011.0)])
     assert step["server_args"]["num-continuous-decode-steps"] == 2
     # 16 clearly better than 4: the walk goes on from 16
-    step = tune_search.next_trial(search, leaning + [ok(sixteen, 1200, 1040.0)])
+    step = tune_search.next_trial(search, leaning + [ok(sixteen, 1200, 1040.0), ok(sixteen, 1200, 1044.0)])
     assert step["server_args"]["num-continuous-decode-steps"] == 32
     assert step["best"]["server_args"] == sixteen
     # within noise below the incumbent: no crossing, the walk turns down
