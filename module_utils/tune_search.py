@@ -84,7 +84,8 @@ def validate(search: Any) -> dict[str, Any]:
     objective = dict(s.get("objective") or {"kind": "throughput"})
     kind = objective.get("kind", "throughput")
     if kind == "throughput":
-        if not isinstance(objective.get("concurrency"), int) or objective["concurrency"] < 1:
+        concurrency = objective.get("concurrency")
+        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
             raise ValueError("search.objective.concurrency must be a positive integer (the target "
                              f"concurrency of the throughput objective), got {objective.get('concurrency')!r}")
     elif kind == "slo":
@@ -117,7 +118,9 @@ def validate(search: Any) -> dict[str, Any]:
         if dim["flag"] in (MRR, CDS):
             raise ValueError(f"search.dimensions: {dim['flag']} is built in; set search.decode_steps "
                              "or search.max_running_requests instead")
-    s["dimensions"] = [{"flag": d["flag"], "values": list(d["values"])} for d in dims]
+    # a dimension is an ordered axis: numbers ascending, other values in the order given
+    s["dimensions"] = [{"flag": d["flag"], "values": sorted(set(d["values"])) if _numbers(d["values"])
+                        else list(d["values"])} for d in dims]
     steps = s.get("decode_steps", DECODE_STEPS)
     if not isinstance(steps, list) or not _numbers(steps):
         raise ValueError(f"search.decode_steps must be a list of integers, got {steps!r}")
@@ -133,8 +136,12 @@ def validate(search: Any) -> dict[str, Any]:
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
             raise ValueError(f"search.budget.{key} must be a positive number or unset, got {value!r}")
     s["budget"] = budget
-    s["noise"] = float(s.get("noise", 0.015))
-    s["repeats"] = max(1, int(s.get("repeats", 3)))
+    noise, repeats = s.get("noise", 0.015), s.get("repeats", 3)
+    if not _numbers([noise]) or not 0 <= noise < 1:
+        raise ValueError(f"search.noise must be a fraction between 0 and 1 (0.015 = 1.5%), got {noise!r}")
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+        raise ValueError(f"search.repeats must be a positive integer, got {repeats!r}")
+    s["noise"], s["repeats"] = float(noise), repeats
     return s
 
 
@@ -385,8 +392,11 @@ class _Search:
     def _record(self, result: dict[str, Any], kept: bool) -> None:
         values = result["values"]
         vs = self.incumbent["label"] if self.incumbent is not None else None
+        key = config_key(result["args"])
+        points = sum(1 for t in self.consumed if t.get("status") != "startup_failed"
+                     and config_key(t.get("server_args") or {}) == key)
         self.path.append({"candidate": result["label"], "server_args": result["args"], "vs": vs,
-                          "load": result["load"], "points": len(values),
+                          "load": result["load"], "points": points,
                           "output_throughput": round(median(values), 1) if values else None,
                           "spread": round(spread(values), 1), "verdict": result["verdict"], "kept": kept})
 

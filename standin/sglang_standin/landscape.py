@@ -1,8 +1,8 @@
 """Landscapes: the performance model's coefficients in a file (`--standin-landscape FILE`).
 
-A landscape is a flat YAML file (`name: value` lines, read with config.read_config, so
-JSON works too) over the reference values below; landscapes/reference.yaml holds the
-reference values, documented. Keys:
+A landscape is a flat YAML file (`name: value` lines, comments on lines of their own, read
+with config.read_config, so JSON works too) over the reference values below;
+landscapes/reference.yaml holds the reference values, documented. Keys:
 
 - every field of model.PerfModel (step times, MoE shape, the trade-off coefficients);
 - kv_tokens: the KV pool in tokens at --mem-fraction-static 0.92 (--standin-kv-tokens);

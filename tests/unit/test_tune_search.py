@@ -194,6 +194,9 @@ def test_the_minutes_budget_counts_the_trials_elapsed_time():
     ({"dimensions": [{"flag": "num-continuous-decode-steps", "values": [1]}]}, "search.decode_steps"),
     ({"budget": {"points": 0}}, "search.budget.points"),
     ({"input_len": None}, "search.input_len"),
+    ({"noise": "high"}, "search.noise"),
+    ({"repeats": 0}, "search.repeats"),
+    ({"objective": {"kind": "throughput", "concurrency": True}}, "search.objective.concurrency"),
 ])
 def test_bad_searches_name_the_key(change, words):
     with pytest.raises(ValueError, match=words.replace(".", r"\.").replace("(", r"\(")):
