@@ -1,6 +1,10 @@
 """The tuning search's decisions on hand-made trial lists (module_utils/tune_search.py)."""
 from __future__ import annotations
 
+import importlib.util
+import json
+from pathlib import Path
+
 import pytest
 from ansible.module_utils import tune_search
 
@@ -227,3 +231,34 @@ def test_a_step_within_noise_but_above_the_incumbent_is_crossed_once():
     # within noise below the incumbent: no crossing, the walk turns down
     below = [ok(base, 1200, 1000.0)] + [ok(eight, 1200, v) for v in (992.0, 994.0, 990.0)]
     assert tune_search.next_trial(search, below)["server_args"]["num-continuous-decode-steps"] == 2
+
+
+LANDSCAPES = sorted((Path(__file__).resolve().parents[2] / "standin" / "sglang_standin" / "landscapes").glob("*.yaml"))
+
+
+def _tune_sim():
+    spec = importlib.util.spec_from_file_location("tune_sim", LANDSCAPES[0].parents[3] / "scripts" / "tune_sim.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", LANDSCAPES, ids=lambda p: p.stem)
+def test_every_landscape_describes_a_valid_search(path):
+    tune_sim = _tune_sim()
+    search = tune_sim.search_spec(tune_sim.landscape.load(str(path)))
+    assert search["budget"]["points"] <= 15
+    assert tune_search.next_trial(search, [])["action"] == "run"
+
+
+def test_tune_sim_on_the_reference_landscape(capsys):
+    """The reference's figures (seeded noise, simulated time): the KV capacity found, within 2% of
+    the brute-force optimum in at most 12 points and 5 restarts, no point over the capacity."""
+    tune_sim = _tune_sim()
+    assert tune_sim.main(["--quiet", "--landscape", str(LANDSCAPES[0].parent / "reference.yaml")]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["points"] <= 12 and result["restarts"] <= 5
+    assert result["best_output_tps"] >= 0.98 * result["optimum_output_tps"]
+    assert result["over_capacity_points"] == 0 and result["kv_capacity"] == 1935
+    assert result["best_server_args"]["max-running-requests"] >= 1935
+    assert result["grid"]["restarts"] > result["restarts"]
