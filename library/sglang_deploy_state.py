@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 module: sglang_deploy_state
 short_description: Record a full deploy on the host, or check the host still runs it unchanged
 description:
-  - C(state=record) writes to I(path) (0600, in a 0700 directory) the I(fingerprint), the I(unit),
+  - C(state=record) writes to I(path) (0600; a directory it creates is 0700) the I(fingerprint), the I(unit),
     the I(server) settings and the files the unit runs from (module_utils/deploy_state.py) with
     their type, mode, owner and sha256. Changed only when that record changes.
   - C(state=check) returns C(current=true) only when the record's fingerprint is I(fingerprint),

@@ -167,8 +167,7 @@ def test_kv_capacity_recorded(host):
 def test_deploy_record_for_the_fast_path(host):
     """The full deploy recorded the files its unit runs from and those beside its env file and
     script (root only, no secret in it) for the next run."""
-    directory, record = host.file("/var/lib/sglang-playbooks"), host.file("/var/lib/sglang-playbooks/deploy-state.json")
-    assert directory.user == "root" and directory.mode == 0o700
+    record = host.file("/var/lib/sglang-playbooks/deploy-state.json")
     assert record.user == "root" and record.mode == 0o600
     state = json.loads(record.content_string)
     assert len(state["fingerprint"]) == 64 and state["unit"] == "sglang.service"
