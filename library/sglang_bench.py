@@ -346,6 +346,30 @@ def stop_leftover(path):
     return killed
 
 
+def _ancestors():
+    """This process's ancestors up to (not including) PID 1: the connection and the controller's
+    worker that ran the module."""
+    chain, pid = [], os.getppid()
+    while pid > 1 and pid not in chain:
+        chain.append(pid)
+        try:
+            with open(f"/proc/{pid}/status", encoding="utf-8") as handle:
+                pid = next((int(line.split()[1]) for line in handle if line.startswith("PPid:")), 0)
+        except (OSError, ValueError):
+            break
+    return chain
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _die_with_parent():
     """In the client (before exec): SIGKILL when the module process that started it dies."""
     try:
@@ -373,14 +397,24 @@ def run_tracked(argv, pid_file, env=None, timeout=None, cwd=None):
     old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
     with open(pid_file, "w", encoding="utf-8") as handle:
         handle.write(f"{proc.pid}\n")
+    ancestors = _ancestors()
+    deadline = time.monotonic() + (timeout or 1e9)
     try:
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            kill_group()
-            stdout, stderr = proc.communicate()
-            raise subprocess.TimeoutExpired(argv, timeout, output=stdout, stderr=stderr) from None
-        return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
+        while True:
+            try:
+                stdout, stderr = proc.communicate(timeout=max(0.01, min(1.0, deadline - time.monotonic())))
+                return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
+            except subprocess.TimeoutExpired:
+                pass
+            if not all(_alive(pid) for pid in ancestors):
+                # The controller (or the connection that ran this module) is gone: nobody will
+                # read this point's result, and the client must not go on loading the server.
+                kill_group()
+                raise SystemExit(1)
+            if time.monotonic() >= deadline:
+                kill_group()
+                stdout, stderr = proc.communicate()
+                raise subprocess.TimeoutExpired(argv, timeout, output=stdout, stderr=stderr) from None
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)

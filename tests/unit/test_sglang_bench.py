@@ -3,6 +3,7 @@ parsing with fallback, failure records; gpu_telemetry's window summary."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -221,3 +222,35 @@ def test_a_point_that_completed_fewer_requests_than_it_sent_is_failed():
     line.update(completed=8)
     record, *_ = sglang_bench.run_point(dict(PARAMS, num_prompts=40), runner=fake_runner(jsonl=json.dumps(line)))
     assert record["status"] == "failed" and record["error"].startswith("32 of 40 requests failed")
+
+
+def test_the_client_dies_when_the_controller_that_ran_the_module_dies(tmp_path):
+    """A chain controller -> module -> client: the controller is killed; the module sees an
+    ancestor gone, kills the client's group and exits within a few seconds."""
+    pid_file = tmp_path / "client.pid"
+    script = tmp_path / "module.py"
+    script.write_text(
+        "import sys, ansible.module_utils\n"
+        f"ansible.module_utils.__path__.append({str(Path(sglang_bench.__file__).parents[1] / 'module_utils')!r})\n"
+        f"sys.path.insert(0, {str(Path(sglang_bench.__file__).parent)!r})\n"
+        "import sglang_bench\n"
+        f"sglang_bench.run_tracked([sys.executable, '-c', 'import time; time.sleep(60)', '--max-concurrency', '1'], "
+        f"{str(pid_file)!r}, timeout=60)\n")
+    controller = subprocess.Popen([sys.executable, "-c",
+                                   f"import subprocess, sys; subprocess.run([sys.executable, {str(script)!r}])"])
+    for _ in range(100):
+        if pid_file.exists() and pid_file.read_text().strip():
+            break
+        time.sleep(0.1)
+    client = int(pid_file.read_text())
+    controller.kill()
+    controller.wait()
+    for _ in range(50):
+        try:
+            os.kill(client, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(client, 9)
+        pytest.fail("the client outlived the controller")
