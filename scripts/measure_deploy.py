@@ -112,7 +112,7 @@ def second_deploy(inv, deploy):
         deploy_times.append(run.seconds)
         changed_fast.append(run.changed())
         checked = run.results("Check whether the host still runs the recorded deploy")
-        fast = {h: checked.get(h, {}).get("current") for h in run.hosts()}
+        fast = {h: res.get("current") for h, res in checked.items()}
         if not all(fast.values()):
             print(f"note: the fast path was not taken ({fast})")
         full = playbook(inv, deploy, {"deploy_state_fast_path": False})
