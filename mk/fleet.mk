@@ -1,0 +1,28 @@
+# Fleet: SGLang's router (smg) in front of stand-in workers, the molecule fleet scenario.
+# Not in `make test`'s MOLECULE_SCENARIOS yet: `make test-fleet` runs it.
+
+SMG_REQUIREMENTS := $(wildcard roles/sglang_router/files/requirements-smg-*.txt)
+SMG_WHEELHOUSE := .cache/smg-wheelhouse
+# Named by a hash of the requirement lines (comments left out).
+SMG_WHEELHOUSE_STORE := $(SGLPB_CACHE)/smg-wheelhouse-$(shell grep -hv '^\#' $(SMG_REQUIREMENTS) | sha256sum | cut -c1-12)
+
+.PHONY: smg-wheelhouse test-fleet
+
+## smg-wheelhouse: the wheels of the router role's pinned smg, for test hosts without an index
+smg-wheelhouse: $(SMG_WHEELHOUSE)/.done
+
+$(SMG_WHEELHOUSE)/.done: $(SMG_REQUIREMENTS)
+	@if [ ! -f $(SMG_WHEELHOUSE_STORE)/.done ]; then \
+	  echo "smg-wheelhouse: building $(SMG_WHEELHOUSE_STORE)"; \
+	  rm -rf $(SMG_WHEELHOUSE_STORE) && mkdir -p $(SMG_WHEELHOUSE_STORE) && \
+	  for req in $(SMG_REQUIREMENTS); do \
+	    $(CLIENT_BASE_PYTHON) -m pip download --quiet --no-deps --only-binary :all: \
+	      -d $(SMG_WHEELHOUSE_STORE) -r $$req; \
+	  done && touch $(SMG_WHEELHOUSE_STORE)/.done; \
+	else echo "smg-wheelhouse: reusing $(SMG_WHEELHOUSE_STORE)"; fi
+	mkdir -p .cache && rm -rf $(SMG_WHEELHOUSE) && ln -s $(SMG_WHEELHOUSE_STORE) $(SMG_WHEELHOUSE)
+	touch $(SMG_WHEELHOUSE_STORE)/.done
+
+## test-fleet: the molecule fleet scenario (two stand-in workers behind the real smg router)
+test-fleet: venv image $(SMG_WHEELHOUSE)/.done .cache/client-venv/.done
+	flock /tmp/molecule-fleet.lock $(BIN)/molecule test -s fleet
