@@ -64,7 +64,7 @@ def main():
     p = module.params
     argv = ["journalctl", "-u", p["unit"], "-n", str(max(p["lines"], 0)), "--no-pager", "-o", "short-iso"]
     if p["since"] is not None:
-        argv[3:3] = ["--since", "@%d" % int(p["since"])]
+        argv[3:3] = ["--since", f"@{int(p['since'])}"]
     rc, out, err = module.run_command(argv)
     result = {"changed": False, "stdout": redact_text(out)}
     if rc != 0:
