@@ -6,7 +6,7 @@ SMG_WHEELHOUSE := .cache/smg-wheelhouse
 # Named by a hash of the requirement lines (comments left out).
 SMG_WHEELHOUSE_STORE := $(SGLPB_CACHE)/smg-wheelhouse-$(shell grep -hv '^\#' $(SMG_REQUIREMENTS) | sha256sum | cut -c1-12)
 
-.PHONY: smg-wheelhouse test-fleet
+.PHONY: smg-wheelhouse smg-venv test-fleet
 
 ## smg-wheelhouse: the wheels of the router role's pinned smg, for test hosts without an index
 smg-wheelhouse: $(SMG_WHEELHOUSE)/.done
@@ -26,3 +26,11 @@ $(SMG_WHEELHOUSE)/.done: $(SMG_REQUIREMENTS)
 ## test-fleet: the molecule fleet scenario (two stand-in workers behind the real smg router)
 test-fleet: venv image $(SMG_WHEELHOUSE)/.done .cache/client-venv/.done
 	flock /tmp/molecule-fleet.lock $(BIN)/molecule test -s fleet
+
+## smg-venv: smg on the controller (scripts/measure_router.sh), from the wheelhouse
+smg-venv: .cache/smg-venv/.done
+
+.cache/smg-venv/.done: $(SMG_WHEELHOUSE)/.done
+	rm -rf .cache/smg-venv && $(CLIENT_BASE_PYTHON) -m venv .cache/smg-venv
+	.cache/smg-venv/bin/python -m pip install --quiet --no-index --find-links $(SMG_WHEELHOUSE) -r $(SMG_REQUIREMENTS)
+	touch $@

@@ -5,9 +5,11 @@
 # both, and SGLang's Rust client with the benchmark role's default options (5 x C prompts of
 # 128 + 128 tokens) through the router each time. Prints each throughput and their ratio.
 #   scripts/measure_router.sh [CONCURRENCY...]      (default 2048)
-# Env: WORKERS (default "1 2": the runs), PROMPTS_PER_C (default 5),
-# SGLANG_STANDIN_TIME_SCALE (the stand-in's, default 0.05: lower is faster and more CPU-bound), POLICY (default cache_aware), SMG (the smg command, default .cache/smg-venv/bin/smg), CLIENT (the client command, default
-# .cache/client-venv/bin/python -m sglang.benchmark.rust_client), PYTHON (for the stand-in).
+# Env: WORKERS (default "1 2": the runs), PROMPTS_PER_C (default 5), POLICY (default cache_aware),
+# SGLANG_STANDIN_TIME_SCALE (the stand-in's, default 0.05: lower runs faster and sooner makes
+# the stand-in's CPU the limit), SMG (the smg command, default .cache/smg-venv/bin/smg: make
+# smg-venv), CLIENT (default .cache/client-venv/bin/python -m sglang.benchmark.rust_client:
+# make client-venv), PYTHON (runs the stand-in), OUT (the logs' folder).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SMG=${SMG:-.cache/smg-venv/bin/smg}
