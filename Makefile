@@ -36,13 +36,8 @@ help:
 VENV_STORE := $(SGLPB_CACHE)/venv-$(shell cat requirements-dev.txt | sha256sum | cut -c1-12)
 
 $(VENV)/.done: requirements-dev.txt .cache/host-setup.done
-	@if [ ! -f $(VENV_STORE)/.done ]; then \
-	  rm -rf $(VENV_STORE) && mkdir -p $(SGLPB_CACHE) && $(PYTHON) -m venv $(VENV_STORE) && \
-	  $(VENV_STORE)/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt && \
-	  touch $(VENV_STORE)/.done; \
-	else echo "venv: reusing $(VENV_STORE)"; fi
-	rm -rf $(VENV) && ln -s $(VENV_STORE) $(VENV)
-	touch $(VENV_STORE)/.done
+	bash scripts/cache-store.sh venv $(VENV_STORE) $(VENV) sh -c \
+	  '$(PYTHON) -m venv "$$STORE" && "$$STORE"/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt'
 
 venv: $(VENV)/.done
 setup: venv image

@@ -12,16 +12,9 @@ SMG_WHEELHOUSE_STORE := $(SGLPB_CACHE)/smg-wheelhouse-$(shell grep -hv '^\#' $(S
 smg-wheelhouse: $(SMG_WHEELHOUSE)/.done
 
 $(SMG_WHEELHOUSE)/.done: $(SMG_REQUIREMENTS)
-	@if [ ! -f $(SMG_WHEELHOUSE_STORE)/.done ]; then \
-	  echo "smg-wheelhouse: building $(SMG_WHEELHOUSE_STORE)"; \
-	  rm -rf $(SMG_WHEELHOUSE_STORE) && mkdir -p $(SMG_WHEELHOUSE_STORE) && \
-	  for req in $(SMG_REQUIREMENTS); do \
-	    $(CLIENT_BASE_PYTHON) -m pip download --quiet --no-deps --only-binary :all: \
-	      -d $(SMG_WHEELHOUSE_STORE) -r $$req; \
-	  done && touch $(SMG_WHEELHOUSE_STORE)/.done; \
-	else echo "smg-wheelhouse: reusing $(SMG_WHEELHOUSE_STORE)"; fi
-	mkdir -p .cache && rm -rf $(SMG_WHEELHOUSE) && ln -s $(SMG_WHEELHOUSE_STORE) $(SMG_WHEELHOUSE)
-	touch $(SMG_WHEELHOUSE_STORE)/.done
+	bash scripts/cache-store.sh smg-wheelhouse $(SMG_WHEELHOUSE_STORE) $(SMG_WHEELHOUSE) sh -c \
+	  'mkdir -p "$$STORE" && for req in $(SMG_REQUIREMENTS); do \
+	     $(CLIENT_BASE_PYTHON) -m pip download --quiet --no-deps --only-binary :all: -d "$$STORE" -r $$req || exit 1; done'
 
 ## test-fleet: the molecule fleet scenario (two stand-in workers behind the real smg router)
 test-fleet: venv image $(SMG_WHEELHOUSE)/.done .cache/client-venv/.done

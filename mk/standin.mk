@@ -41,14 +41,9 @@ client-venv: $(CLIENT_VENV)/.done
 CLIENT_STORE := $(SGLPB_CACHE)/client-venv-$(shell cat $(CLIENT_REQUIREMENTS) | sha256sum | cut -c1-12)
 
 $(CLIENT_VENV)/.done: $(CLIENT_REQUIREMENTS)
-	@if [ ! -f $(CLIENT_STORE)/.done ]; then \
-	  rm -rf $(CLIENT_STORE) && mkdir -p $(SGLPB_CACHE) && $(CLIENT_BASE_PYTHON) -m venv $(CLIENT_STORE) && \
-	  $(CLIENT_STORE)/bin/python -m pip install --quiet --no-deps -r $(CLIENT_REQUIREMENTS) && \
-	  $(CLIENT_STORE)/bin/python -m sglang.benchmark.rust_client --help > /dev/null && \
-	  touch $(CLIENT_STORE)/.done; \
-	else echo "client-venv: reusing $(CLIENT_STORE)"; fi
-	mkdir -p $(dir $(CLIENT_VENV)) && rm -rf $(CLIENT_VENV) && ln -s $(CLIENT_STORE) $(CLIENT_VENV)
-	touch $(CLIENT_STORE)/.done
+	bash scripts/cache-store.sh client-venv $(CLIENT_STORE) $(CLIENT_VENV) sh -c \
+	  '$(CLIENT_BASE_PYTHON) -m venv "$$STORE" && "$$STORE"/bin/python -m pip install --quiet --no-deps -r $(CLIENT_REQUIREMENTS) && \
+	   "$$STORE"/bin/python -m sglang.benchmark.rust_client --help > /dev/null'
 
 ## client-venvs: SGLang's clients of every release in CLIENT_VERSIONS, cached (~6 GB each)
 client-venvs: $(CLIENT_VERSION_VENVS)
@@ -57,17 +52,10 @@ client-venvs: $(CLIENT_VERSION_VENVS)
 define client_version_venv
 client-venv-$(1): .cache/client-venv-$(1)/.done
 .cache/client-venv-$(1)/.done: standin/requirements-client-$(1).txt
-	@store=$$(SGLPB_CACHE)/client-venv-$(1)-$$$$(grep -v '^#' $$< | sha256sum | cut -c1-12); \
-	if [ ! -f $$$$store/.done ]; then \
-	  echo "client-venv-$(1): building $$$$store"; start=$$$$(date +%s); \
-	  rm -rf $$$$store && mkdir -p $$(SGLPB_CACHE) && $$(CLIENT_BASE_PYTHON) -m venv $$$$store && \
-	  $$$$store/bin/python -m pip install --quiet --no-deps -r $$< && \
-	  $$$$store/bin/python -m $$(if $$(filter 0.5.10%,$(1)),sglang.bench_serving,sglang.benchmark.serving) --help > /dev/null && \
-	  echo "client-venv-$(1): $$$$(( $$$$(date +%s) - start )) s, $$$$(du -sm $$$$store | cut -f1) MB" && \
-	  touch $$$$store/.done; \
-	else echo "client-venv-$(1): reusing $$$$store"; fi; \
-	mkdir -p .cache && rm -rf .cache/client-venv-$(1) && ln -s $$$$store .cache/client-venv-$(1) && \
-	touch $$$$store/.done
+	bash scripts/cache-store.sh client-venv-$(1) \
+	  $$(SGLPB_CACHE)/client-venv-$(1)-$$$$(grep -v '^#' $$< | sha256sum | cut -c1-12) .cache/client-venv-$(1) sh -c \
+	  '$$(CLIENT_BASE_PYTHON) -m venv "$$$$STORE" && "$$$$STORE"/bin/python -m pip install --quiet --no-deps -r $$< && \
+	   "$$$$STORE"/bin/python -m $$(if $$(filter 0.5.10%,$(1)),sglang.bench_serving,sglang.benchmark.serving) --help > /dev/null'
 endef
 $(foreach v,$(CLIENT_VERSIONS),$(eval $(call client_version_venv,$(v))))
 
@@ -75,18 +63,9 @@ $(foreach v,$(CLIENT_VERSIONS),$(eval $(call client_version_venv,$(v))))
 client-wheelhouse: $(CLIENT_WHEELHOUSE)/.done
 
 $(CLIENT_WHEELHOUSE)/.done: $(CLIENT_VERSION_REQUIREMENTS)
-	@if [ ! -f $(CLIENT_WHEELHOUSE_STORE)/.done ]; then \
-	  echo "client-wheelhouse: building $(CLIENT_WHEELHOUSE_STORE)"; start=$$(date +%s); \
-	  rm -rf $(CLIENT_WHEELHOUSE_STORE) && mkdir -p $(CLIENT_WHEELHOUSE_STORE) && \
-	  for req in $(CLIENT_VERSION_REQUIREMENTS); do \
-	    $(CLIENT_BASE_PYTHON) -m pip download --quiet --no-deps --only-binary :all: \
-	      -d $(CLIENT_WHEELHOUSE_STORE) -r $$req; \
-	  done && \
-	  echo "client-wheelhouse: $$(( $$(date +%s) - start )) s, $$(du -sm $(CLIENT_WHEELHOUSE_STORE) | cut -f1) MB" && \
-	  touch $(CLIENT_WHEELHOUSE_STORE)/.done; \
-	else echo "client-wheelhouse: reusing $(CLIENT_WHEELHOUSE_STORE)"; fi
-	mkdir -p .cache && rm -rf $(CLIENT_WHEELHOUSE) && ln -s $(CLIENT_WHEELHOUSE_STORE) $(CLIENT_WHEELHOUSE)
-	touch $(CLIENT_WHEELHOUSE_STORE)/.done
+	bash scripts/cache-store.sh client-wheelhouse $(CLIENT_WHEELHOUSE_STORE) $(CLIENT_WHEELHOUSE) sh -c \
+	  'mkdir -p "$$STORE" && for req in $(CLIENT_VERSION_REQUIREMENTS); do \
+	     $(CLIENT_BASE_PYTHON) -m pip download --quiet --no-deps --only-binary :all: -d "$$STORE" -r $$req || exit 1; done'
 
 ## test-standin: the stand-in's tests, the real-client run included
 test-standin: $(VENV)/.done $(CLIENT_VENV)/.done $(CLIENT_VERSION_VENVS)
