@@ -43,7 +43,7 @@ venv: $(VENV)/.done
 setup: venv image
 
 image: .cache/host-setup.done
-	@bash scripts/build-test-image.sh
+	@flock /tmp/sglpb-test-image.lock bash scripts/build-test-image.sh
 
 lint: venv
 	$(BIN)/ruff check .
