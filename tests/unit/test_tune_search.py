@@ -62,12 +62,18 @@ def test_max_running_requests_candidates_come_from_the_kv_capacity():
     assert tune_search.candidates(throughput_search(), 1000)["max-running-requests"] == [500, 1000, 1200]
 
 
-def test_within_noise_repeats_the_running_candidate_then_says_so():
+def four_then_eight(eight_throughput: float) -> tuple[dict, dict, dict, list[dict], dict]:
+    """A search of decode steps only: the base (4 steps) at 1000 tokens/s, then one point of 8
+    steps at eight_throughput. (search, base, eight, trials, the next step)."""
     base = {"max-running-requests": 1000, "num-continuous-decode-steps": 4}
     search = throughput_search(base_args=base, max_running_requests=False)
     eight = {**base, "num-continuous-decode-steps": 8}
-    trials = [ok(base, 1200, 1000.0), ok(eight, 1200, 1005.0)]
-    step = tune_search.next_trial(search, trials)
+    trials = [ok(base, 1200, 1000.0), ok(eight, 1200, eight_throughput)]
+    return search, base, eight, trials, tune_search.next_trial(search, trials)
+
+
+def test_within_noise_repeats_the_running_candidate_then_says_so():
+    search, base, eight, trials, step = four_then_eight(1005.0)
     assert step["action"] == "repeat" and step["restart"] is False
     assert step["server_args"] == eight and step["max_concurrency"] == 1200
     trials += [ok(eight, 1200, 1008.0), ok(eight, 1200, 1002.0)]
@@ -80,11 +86,7 @@ def test_within_noise_repeats_the_running_candidate_then_says_so():
 
 
 def test_a_clear_winner_is_confirmed_by_one_more_point():
-    base = {"max-running-requests": 1000, "num-continuous-decode-steps": 4}
-    search = throughput_search(base_args=base, max_running_requests=False)
-    eight = {**base, "num-continuous-decode-steps": 8}
-    trials = [ok(base, 1200, 1000.0), ok(eight, 1200, 1100.0)]
-    step = tune_search.next_trial(search, trials)
+    search, base, eight, trials, step = four_then_eight(1100.0)
     assert step["action"] == "repeat" and step["server_args"] == eight and step["restart"] is False
     assert step["best"]["server_args"] == base  # not crowned on one sample
     step = tune_search.next_trial(search, trials + [ok(eight, 1200, 1090.0)])
