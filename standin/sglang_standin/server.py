@@ -39,6 +39,11 @@ class Engine:
         self._log_model_s = 0.0
         self.prompt_tokens_total = 0
         self.requests_total = 0
+        # The pace kept: modelled seconds (x time scale) of the steps run, and the wall seconds
+        # they took. A CPU too busy to keep the model's pace makes wall_s outgrow model_s, and
+        # a benchmark of such a stand-in measures the machine, not the profile.
+        self.pace_model_s = 0.0
+        self.pace_wall_s = 0.0
 
     def submit(self, req: EngineRequest) -> None:
         self.scheduler.add(req)
@@ -50,6 +55,7 @@ class Engine:
         loop = asyncio.get_running_loop()
         deadline = loop.time()
         while True:
+            started = loop.time()
             await self._receive_requests()
             step = self.scheduler.plan() if self.scheduler.has_work() else None
             if step is None:
@@ -64,6 +70,8 @@ class Engine:
             await asyncio.sleep(max(0.0, deadline - loop.time()))
             progressed = self.scheduler.complete(step)
             self._after_step(step, progressed)
+            self.pace_model_s += step.duration_s * self.time_scale
+            self.pace_wall_s += loop.time() - started
 
     async def _receive_requests(self) -> None:
         """SGLang's scheduler takes every request the tokenizer has handed over before it plans
@@ -302,6 +310,10 @@ class StandinServer:
             "frontend": "python",
             "standin": True,
             "standin_version": __version__,
+            "standin_pace": {
+                "model_s": round(self.engine.pace_model_s, 6) if self.engine else 0.0,
+                "wall_s": round(self.engine.pace_wall_s, 6) if self.engine else 0.0,
+            },
             "standin_settings": {
                 "time_scale": self.args.standin_time_scale,
                 "kv_tokens_at_0.92": self.args.standin_kv_tokens,
