@@ -30,6 +30,8 @@ from ansible.module_utils.bench_results import (
     parse_stdout,
     point_record,
 )
+from ansible.module_utils.sglang_api import server_info
+from ansible.module_utils.sweep import standin_pace
 
 DOCUMENTATION = r"""
 ---
@@ -176,7 +178,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 record:
-  description: The schema_version 1 record of the point.
+  description: >-
+    The schema_version 1 record of the point. Against the stand-in (labels.standin) it holds
+    C(standin_pace), the share of its modelled pace the stand-in kept during the point (from its
+    /server_info before and after); below 0.9 the point measured a CPU too busy for the stand-in.
   type: dict
   returned: action=run
 raw:
@@ -449,6 +454,17 @@ def parse_result(stdout, jsonl_text):
     raise BenchParseError("; ".join(errors))
 
 
+def _standin_pace_reading(params):
+    """A stand-in's cumulative pace counters (its /server_info standin_pace), or None for a
+    real server or when it does not answer: the record then has no standin_pace."""
+    if not (params.get("labels") or {}).get("standin"):
+        return None
+    try:
+        return server_info(params["url"], params.get("api_key"))[1].get("standin_pace")
+    except (RuntimeError, AttributeError):
+        return None
+
+
 def run_point(params, runner=subprocess.run, now=time.time):
     """Run one point. Returns (record, raw, argv, started, finished); never raises for a client failure."""
     labels = params.get("labels") or {}
@@ -459,9 +475,11 @@ def run_point(params, runner=subprocess.run, now=time.time):
     stdout = stderr = jsonl_text = ""
     started = now()
     error = None
+    pace_before = None
     try:
         module_name = resolve_module(params, runner)[0]
         argv = build_argv(params["python"], module_name, client_options(params), output_file)
+        pace_before = _standin_pace_reading(params)
         started = now()
         if runner is subprocess.run:
             proc = run_tracked(argv, pid_path(params["url"]), env=env, timeout=params.get("timeout") or 3600,
@@ -481,6 +499,7 @@ def run_point(params, runner=subprocess.run, now=time.time):
     except ClientError as exc:
         error = str(exc)
     finished = now()
+    pace = standin_pace(pace_before, _standin_pace_reading(params)) if error is None else None
     if os.path.exists(output_file):
         with open(output_file, encoding="utf-8", errors="replace") as handle:
             jsonl_text = handle.read()
@@ -502,6 +521,8 @@ def run_point(params, runner=subprocess.run, now=time.time):
         for key, value in asked.items():
             if record.get(key) is None:
                 record[key] = value
+        if pace is not None:
+            record["standin_pace"] = pace
         completed = record.get("completed") or 0
         lost = record.get("failed") or 0
         if not lost and record.get("completed") is not None and (record.get("num_prompts") or 0) > completed:

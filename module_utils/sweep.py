@@ -4,7 +4,8 @@
   max-running-requests: auto resolved from it (resolve_server_args);
 - the plan (plan_points: which concurrencies run, which are over capacity);
 - the median over repeats (median) and the plateau stop (plateau, sweep_state);
-- the peak of a profile and the best profile of a run (pick_best).
+- the peak of a profile and the best profile of a run (pick_best);
+- whether a stand-in kept its modelled pace during a point (standin_pace, kept_pace).
 
 capacity = floor(max_total_num_tokens / (input_len + output_len)): the number
 of requests whose whole context fits in the KV cache at once (495,488 tokens
@@ -21,6 +22,9 @@ from typing import Any
 
 DEFAULT_PROMPTS_FACTOR = 5  # SGLang's guidance: num_prompts >= 5 x concurrency
 DEFAULT_PLATEAU = 0.03  # a step that gains less than 3% in total tok/s is a plateau
+# A stand-in that ran its steps at less than this share of its modelled pace was short of CPU:
+# its point measures the machine it ran on, not the profile.
+STANDIN_PACE_MIN = 0.9
 
 
 def _positive_int(value: Any) -> int | None:
@@ -198,6 +202,24 @@ def plateau(prev_tput: float | None, cur_tput: float | None, threshold: float = 
     if not prev_tput or cur_tput is None:
         return False
     return (cur_tput - prev_tput) / prev_tput < threshold
+
+
+def standin_pace(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> float | None:
+    """The share of its modelled pace a stand-in kept between two /server_info readings
+    (their standin_pace: {model_s, wall_s}, cumulative); None when either is missing or the
+    engine did not run in between."""
+    try:
+        model = float(after["model_s"]) - float(before["model_s"])  # type: ignore[index]
+        wall = float(after["wall_s"]) - float(before["wall_s"])  # type: ignore[index]
+    except (KeyError, TypeError, ValueError):
+        return None
+    return round(model / wall, 3) if wall > 0 and model > 0 else None
+
+
+def kept_pace(record: Mapping[str, Any]) -> bool:
+    """False for a stand-in's point run below STANDIN_PACE_MIN of its modelled pace."""
+    pace = record.get("standin_pace")
+    return pace is None or float(pace) >= STANDIN_PACE_MIN
 
 
 def _ok(record: dict) -> bool:

@@ -130,6 +130,23 @@ def test_run_point_parses_jsonl_with_infinity_and_labels():
     assert finished >= started
 
 
+def test_a_stand_in_point_records_the_pace_the_stand_in_kept(monkeypatch):
+    # /server_info before and after the point: 9 modelled seconds in 12 wall seconds
+    readings = iter([{"standin_pace": {"model_s": 1.0, "wall_s": 1.0}},
+                     {"standin_pace": {"model_s": 10.0, "wall_s": 13.0}}])
+    monkeypatch.setattr(sglang_bench, "server_info", lambda url, key: ("/server_info", next(readings)))
+    record, *_ = sglang_bench.run_point(dict(PARAMS, num_prompts=20), runner=fake_runner(stdout=STDOUT, jsonl=JSONL))
+    assert record["standin_pace"] == 0.75
+
+
+def test_a_real_servers_point_has_no_pace(monkeypatch):
+    monkeypatch.setattr(sglang_bench, "server_info", lambda url, key: pytest.fail("a real server is not asked"))
+    labels = dict(PARAMS["labels"], standin=False)
+    record, *_ = sglang_bench.run_point(dict(PARAMS, num_prompts=20, labels=labels),
+                                        runner=fake_runner(stdout=STDOUT, jsonl=JSONL))
+    assert record["status"] == "ok" and "standin_pace" not in record
+
+
 def test_run_point_falls_back_to_stdout():
     record, raw, *_ = sglang_bench.run_point(PARAMS, runner=fake_runner(stdout=STDOUT, jsonl="{not json"))
     assert record["status"] == "ok" and record["completed"] is not None

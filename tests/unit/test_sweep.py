@@ -203,3 +203,15 @@ def test_best_profile_is_the_highest_peak_and_the_common_top_is_compared():
     assert h1["common_top"] == {"max_concurrency": 2048, "best": "tuned",
                                 "output_throughput": {"baseline": 1640.0, "tuned": 2095.0}}
     assert sweep.pick_best([])["best"] is None
+
+
+def test_standin_pace_is_the_share_of_modelled_seconds_between_two_readings():
+    assert sweep.standin_pace({"model_s": 10.0, "wall_s": 11.0}, {"model_s": 19.0, "wall_s": 21.0}) == 0.9
+    assert sweep.standin_pace(None, {"model_s": 1.0, "wall_s": 1.0}) is None  # a real server
+    assert sweep.standin_pace({"model_s": 1.0, "wall_s": 1.0}, {"model_s": 1.0, "wall_s": 1.0}) is None
+
+
+def test_a_point_below_the_pace_floor_did_not_keep_pace():
+    assert sweep.kept_pace({"standin_pace": 0.95})
+    assert not sweep.kept_pace({"standin_pace": 0.72})
+    assert sweep.kept_pace({})  # a real server's point
