@@ -7,7 +7,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from . import config, logs
+from . import config, dist, logs
 from .server import StandinServer
 
 
@@ -45,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for flag in _group_unknown(unknown):
         logs.main_log.warning("sglang-standin: ignoring unknown argument %s", flag)
     try:
+        dist.check_args(args)
         server = StandinServer(args)
     except ValueError as exc:
         logs.main_log.error("%s", exc)

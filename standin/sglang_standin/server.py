@@ -9,7 +9,7 @@ import os
 import time
 import uuid
 
-from . import SGLANG_VERSION, __version__, config, faults, landscape, logs, tokenizer
+from . import SGLANG_VERSION, __version__, config, dist, faults, landscape, logs, tokenizer
 from .httpserver import HTTPServer, Request, Response, json_response, parse_bearer
 from .model import Request as EngineRequest
 from .model import Scheduler
@@ -155,6 +155,7 @@ class StandinServer:
         await asyncio.sleep(delay * 0.15)
         if self.fault == "nccl":
             faults.scheduler_exception("nccl")
+        await dist.join(args)  # multi-node: every node joins rank 0 before init ends
         log.info("Init torch distributed ends. elapsed=%.2f s, mem usage=0.58 GB", delay * 0.05)
         log.info("Load weight begin. avail mem=%.2f GB", GPU_MEMORY_GB - 0.95)
         await asyncio.sleep(delay * 0.45)
@@ -190,6 +191,8 @@ class StandinServer:
             self.total_tokens, args.chunked_prefill_size, args.max_prefill_tokens,
             self.max_running, self.context_len, avail,
         )
+        if args.node_rank >= 1:  # schedulers only; the API is rank 0's
+            return await dist.serve_dummy(args, self.http)
         scheduler = Scheduler(self.total_tokens, self.max_running,
                               args.num_continuous_decode_steps, self.model,
                               args.max_prefill_tokens, args.chunked_prefill_size)
@@ -234,6 +237,8 @@ class StandinServer:
 
     # -- HTTP ------------------------------------------------------------------
     async def handle(self, request: Request) -> Response:
+        if self.args.node_rank >= 1:
+            return dist.dummy_route(request, self.args)
         if not self._authorized(request):
             return json_response({"error": "Unauthorized"}, 401)
         route = ROUTES.get(request.path)
