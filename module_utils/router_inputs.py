@@ -1,0 +1,88 @@
+"""The router role's inputs, checked on the controller before any host changes.
+
+check_router_inputs() returns every problem found, each a message naming the variable and the
+fix (an empty list: the inputs are sound); the sglang_router_inputs module runs it first in
+router.yml. What smg itself would refuse at start (a bad port, a flag the
+role already sets) and what would put a secret on the router's command line are refused here,
+so the router's service never restarts into a bad configuration. (The policy's choices are the
+role's argument spec, meta/argument_specs.yml, which Ansible checks before this runs.)
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+# flags the role sets from its own variables (sglang_router_host, _port, ...)
+MANAGED_FLAGS = ("worker-urls", "policy", "host", "port", "prometheus-host", "prometheus-port", "api-key")
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+VERSION = re.compile(r"^[0-9][0-9A-Za-z.+-]*$")
+WORKER_URL = re.compile(r"^https?://[^/\s]+(:[0-9]+)?/?$")
+SECRET_NAME = re.compile(r"(key|token|password|secret)")
+
+
+def _port(value: Any) -> int | None:
+    """value as a port number (1-65535), else None."""
+    if isinstance(value, bool):
+        return None
+    text = str(value).strip()
+    return int(text) if text.isdigit() and 1 <= int(text) <= 65535 else None
+
+
+def check_router_inputs(settings: Mapping[str, Any]) -> list[str]:
+    """Every problem of the router role's settings (keys: the variable names less the
+    sglang_router_ prefix, plus group_hosts: the hosts of the workers' group)."""
+    s = settings
+    problems: list[str] = []
+    version = s.get("version")
+    if not isinstance(version, str) or not VERSION.match(version):
+        problems.append(f'sglang_router_version must be a release string such as "1.13.0", got {version}')
+    elif not os.path.isfile(str(s.get("requirements"))):
+        problems.append(
+            f"sglang_router_requirements: no file {s.get('requirements')} (the role pins "
+            "roles/sglang_router/files/requirements-smg-VERSION.txt for each release it supports: add one "
+            f"for smg {version} or set sglang_router_requirements)")
+    port, metrics_port = _port(s.get("port")), _port(s.get("prometheus_port"))
+    if port is None:
+        problems.append(f"sglang_router_port must be a port number (1-65535), got {s.get('port')}")
+    if metrics_port is None:
+        problems.append(f"sglang_router_prometheus_port must be a port number (1-65535), got {s.get('prometheus_port')}")
+    elif metrics_port == port:
+        problems.append(f"sglang_router_prometheus_port and sglang_router_port are both {port}: give the metrics "
+                        "another port")
+    urls = s.get("worker_urls")
+    if not isinstance(urls, Sequence) or isinstance(urls, str):
+        problems.append(f"sglang_router_worker_urls must be a list of URLs (http://HOST:PORT), got {urls}")
+    else:
+        bad = [str(u) for u in urls if not WORKER_URL.match(str(u))]
+        if bad:
+            problems.append(f"sglang_router_worker_urls: not a worker URL (http://HOST:PORT): {', '.join(bad)}")
+        elif not urls and not s.get("group_hosts"):
+            problems.append(
+                f"sglang_router_workers_group: the inventory has no host in group {s.get('workers_group')} and "
+                "sglang_router_worker_urls is empty: name the workers' group or list their URLs")
+    min_workers = s.get("min_workers")
+    if isinstance(min_workers, bool) or not str(min_workers).strip().isdigit() or int(str(min_workers)) < 1:
+        problems.append(f"sglang_router_min_workers must be a whole number of at least 1, got {min_workers}")
+    extra = s.get("extra_args")
+    if not isinstance(extra, Mapping):
+        problems.append(f"sglang_router_extra_args must be a dict (flag: value), got {type(extra).__name__}")
+    else:
+        managed = [k for k in MANAGED_FLAGS if k in extra]
+        if managed:
+            problems.append(
+                f"sglang_router_extra_args: {', '.join(managed)} is set by the role: use its own variable "
+                "(sglang_router_host, _port, _policy, _prometheus_host, _prometheus_port, _api_key, _worker_urls)")
+        secret = [str(k) for k in extra if SECRET_NAME.search(str(k))]
+        if secret:
+            problems.append(
+                f"sglang_router_extra_args: {', '.join(secret)} looks secret and would be on the router's command "
+                "line: the worker key is sglang_router_api_key")
+    host = s.get("host")
+    if host not in LOOPBACK and not s.get("has_api_key") and not s.get("allow_unauthenticated"):
+        problems.append(
+            f"sglang_router_host {host} opens the router to the network without an API key: set "
+            "sglang_router_api_key (by default the workers' sglang_server_api_key), bind 127.0.0.1, or set "
+            "sglang_router_allow_unauthenticated: true on a trusted network")
+    return problems
