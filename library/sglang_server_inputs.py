@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Ansible module sglang_server_inputs: check the server role's inputs before any host changes."""
+"""Ansible module sglang_server_inputs: check every input of the server role before any host changes."""
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
@@ -8,16 +8,29 @@ from ansible.module_utils.server_inputs import check_server_inputs
 DOCUMENTATION = r"""
 ---
 module: sglang_server_inputs
-short_description: Check the SGLang server role's inputs (names, YAML booleans, numbers) before a host changes
+short_description: Check every input of the SGLang server role (names, values, profile, secrets) before a host changes
 description:
   - Runs anywhere (the roles run it on the controller). Fails with every problem found, each
-    naming the variable and the fix; changes nothing.
+    naming the variable and the fix; changes nothing. The rules live in
+    module_utils/server_inputs.py; the secrets' rules in module_utils/redact.py.
   - Server-arg names and env names must be safe to render into a shell script and an env file;
     a YAML boolean as an env value, or the strings C(true)/C(false) as a server-arg value, are
     refused (they would be rendered as C(True) or as C(--flag true)); the health wait's timeout
-    and interval and C(sglang_server_auto_request_tokens) must be positive; a secret-looking
-    name in C(sglang_server_env) belongs in C(sglang_server_secrets).
-  - The rules live in module_utils/server_inputs.py.
+    and interval and C(sglang_server_auto_request_tokens) must be positive.
+  - The profile C(profile) names must be one of C(profiles); the args as they will run (the
+    profile over C(args)) need a C(model-path), a C(port) in 1-65535, a positive C(tp-size),
+    C(mem-fraction-static) strictly between 0 and 1, C(max-running-requests) a positive integer
+    or C(auto).
+  - "A server arg named like a secret (C(api-key), C(admin-api-key), C(ssl-keyfile-password), any
+    name whose last word is key or token, or with password or secret in it) in C(args) or a
+    profile would reach the server's command line, which every local user reads. C(api-key)
+    belongs in C(sglang_server_api_key), the others in C(sglang_server_secret_args). An
+    environment variable named like a secret in C(sglang_server_env) or
+    C(sglang_model_download_env) belongs in C(sglang_server_secrets)."
+  - A server bound to a non-loopback address (0.0.0.0, a LAN address) needs
+    C(sglang_server_api_key) unless C(allow_unauthenticated).
+  - C(HF_HOME) in C(env) must be the model cache C(hf_home); the Hugging Face token is set as
+    C(sglang_hf_token) or as C(HF_TOKEN) in C(secrets), not both.
 options:
   args:
     description: C(sglang_server_args).
@@ -25,12 +38,36 @@ options:
   profiles:
     description: C(sglang_server_profiles).
     type: raw
+  profile:
+    description: The selected profile, C(sglang_profile) (empty - none).
+    type: str
+    default: ""
   env:
     description: C(sglang_server_env).
     type: raw
   secrets:
     description: C(sglang_server_secrets) (values are never shown).
     type: raw
+  download_env_names:
+    description: The names of C(sglang_model_download_env) (its values are not needed).
+    type: list
+    elements: str
+    default: []
+  api_key_set:
+    description: Whether C(sglang_server_api_key) is set.
+    type: bool
+    default: false
+  allow_unauthenticated:
+    description: C(sglang_server_allow_unauthenticated) - allow a wide bind without an API key.
+    type: bool
+    default: false
+  hf_home:
+    description: The model cache the server uses as C(HF_HOME) (C(sglang_hf_home)).
+    type: str
+  hf_token_set:
+    description: Whether C(sglang_hf_token) is set.
+    type: bool
+    default: false
   health_timeout:
     description: C(sglang_server_health_timeout).
     type: raw
@@ -45,12 +82,18 @@ author:
 """
 
 EXAMPLES = r"""
-- name: Check the server inputs
+- name: Check the server settings
   sglang_server_inputs:
     args: "{{ sglang_server_args }}"
     profiles: "{{ sglang_server_profiles }}"
+    profile: "{{ sglang_profile | default('') }}"
     env: "{{ sglang_server_env }}"
     secrets: "{{ sglang_server_secrets }}"
+    download_env_names: "{{ sglang_model_download_env.keys() | list }}"
+    api_key_set: "{{ sglang_server_api_key | length > 0 }}"
+    allow_unauthenticated: "{{ sglang_server_allow_unauthenticated }}"
+    hf_home: "{{ sglang_server_hf_home }}"
+    hf_token_set: "{{ sglang_server_hf_token | length > 0 }}"
     health_timeout: "{{ sglang_server_health_timeout }}"
     health_interval: "{{ sglang_server_health_interval }}"
     auto_request_tokens: "{{ sglang_server_auto_request_tokens }}"
@@ -71,8 +114,14 @@ def main():
         argument_spec={
             "args": {"type": "raw"},
             "profiles": {"type": "raw"},
+            "profile": {"type": "str", "default": ""},
             "env": {"type": "raw"},
             "secrets": {"type": "raw", "no_log": True},
+            "download_env_names": {"type": "list", "elements": "str", "default": []},
+            "api_key_set": {"type": "bool", "default": False},
+            "allow_unauthenticated": {"type": "bool", "default": False},
+            "hf_home": {"type": "str"},
+            "hf_token_set": {"type": "bool", "default": False},
             "health_timeout": {"type": "raw"},
             "health_interval": {"type": "raw"},
             "auto_request_tokens": {"type": "raw"},
@@ -80,8 +129,11 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    problems = check_server_inputs(p["args"], p["profiles"], p["env"], p["secrets"], p["health_timeout"],
-                                   p["health_interval"], p["auto_request_tokens"])
+    problems = check_server_inputs(
+        p["args"], p["profiles"], p["env"], p["secrets"], p["health_timeout"], p["health_interval"],
+        p["auto_request_tokens"], profile=p["profile"], download_env_names=p["download_env_names"],
+        api_key_set=p["api_key_set"], allow_unauthenticated=p["allow_unauthenticated"], hf_home=p["hf_home"],
+        hf_token_set=p["hf_token_set"])
     if problems:
         module.fail_json(msg="Bad server settings: " + "; ".join(problems) + ". Nothing was changed.",
                          problems=problems)

@@ -13,13 +13,22 @@ deploy.yml's first play (and before restart.yml / tune.yml restart anything).
               boolean true.
     numbers   the health wait's timeout and interval, and the request size that
               max-running-requests auto divides the KV capacity by.
-(Secret-looking names where they would be seen are module_utils/redact.py's rule.)
+    profile   the profile named by sglang_profile exists in sglang_server_profiles.
+    values    the args as they will run (the profile over sglang_server_args): a model-path,
+              a port in 1-65535, a positive tp-size, mem-fraction-static strictly between 0
+              and 1, max-running-requests a positive integer or auto.
+    secrets   no secret-named server arg or non-secret env name, and no bind beyond loopback
+              without an API key: module_utils/redact.py's rule (server_problems), given the
+              names gathered here, never values.
+    hf        HF_HOME and HF_TOKEN are each set in one place only.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 from typing import Any
+
+from ansible.module_utils.redact import server_problems
 
 ARG_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -35,14 +44,20 @@ def _number(value: Any) -> float | None:
         return None
 
 
+def _entries(name: str, value: Any, shape: str, show: bool) -> tuple[list[tuple[Any, Any]], list[str]]:
+    """(the entries of a dict input, [the problem when it is not a dict]); None has no entries.
+    show: the value may be shown in the message."""
+    if value is None:
+        return [], []
+    if not isinstance(value, Mapping):
+        return [], [f"{name} must be a dict of {shape}, got {type(value).__name__}{f' {value!r}' if show else ''}"]
+    return list(value.items()), []
+
+
 def check_args(name: str, args: Any) -> list[str]:
     """A server-args dict (sglang_server_args or a profile): keys and bare-flag values."""
-    if args is None:
-        return []
-    if not isinstance(args, Mapping):
-        return [f"{name} must be a dict of flag: value, got {type(args).__name__} {args!r}"]
-    problems = []
-    for key, value in args.items():
+    entries, problems = _entries(name, args, "flag: value", show=True)
+    for key, value in entries:
         if not ARG_KEY.match(str(key)):
             problems.append(
                 f"{name} key {str(key)!r} is not a flag name: write the flag without its leading "
@@ -64,12 +79,8 @@ def check_args(name: str, args: Any) -> list[str]:
 def check_env(name: str, env: Any, secret: bool = False) -> list[str]:
     """An env dict (sglang_server_env, sglang_server_secrets): names and string values.
     secret: the values are never shown."""
-    if env is None:
-        return []
-    if not isinstance(env, Mapping):
-        return [f"{name} must be a dict of NAME: value, got {type(env).__name__}"]
-    problems = []
-    for key, value in env.items():
+    entries, problems = _entries(name, env, "NAME: value", show=False)
+    for key, value in entries:
         shown = "" if secret else f" {value!r}"
         if not ENV_KEY.match(str(key)):
             problems.append(
@@ -107,16 +118,100 @@ def check_numbers(health_timeout: Any, health_interval: Any, auto_request_tokens
     return problems
 
 
+def check_profile(profile: str | None, profiles: Any) -> list[str]:
+    """The profile sglang_profile names must be one of sglang_server_profiles."""
+    known = list(profiles) if isinstance(profiles, Mapping) else []
+    if not profile or profile in known:
+        return []
+    return [f"sglang_profile '{profile}' is not defined; known profiles: {', '.join(map(str, known)) or 'none'}. "
+            "Pass one of them with -e sglang_profile=NAME, or add it to sglang_server_profiles"]
+
+
+def _positive_integer(value: Any) -> bool:
+    return re.fullmatch(r"[0-9]+", str(value)) is not None and int(str(value)) >= 1
+
+
+def check_values(args: Mapping, overlay: Mapping | None = None, profile: str | None = None) -> list[str]:
+    """The values of the args as they will run: overlay (profile's) over args (sglang_server_args).
+    Each message names the variable the value comes from."""
+    overlay = overlay or {}
+    merged = {**args, **overlay}
+
+    def where(key: str) -> str:
+        return f"sglang_server_profiles.{profile}['{key}']" if key in overlay else f"sglang_server_args['{key}']"
+
+    problems = []
+    model = merged.get("model-path")
+    if model is None or model is False or not str(model).strip():
+        problems.append("model-path is missing: set sglang_server_args['model-path'] to a Hugging Face repo id "
+                        "or a local path")
+    port = merged.get("port", 30000)
+    if not (_positive_integer(port) and int(str(port)) <= 65535):
+        problems.append(f"port {port} is out of range: use 1-65535 ({where('port')})")
+    tp_size = merged.get("tp-size", 1)
+    if not _positive_integer(tp_size):
+        problems.append(f"tp-size {tp_size} must be a positive integer ({where('tp-size')})")
+    mfs = merged.get("mem-fraction-static")
+    if mfs is not None and mfs is not False:
+        fraction = _number(mfs)
+        if fraction is None or not 0 < fraction < 1:
+            problems.append(f"mem-fraction-static {mfs} must be between 0 and 1 exclusive, e.g. 0.88 "
+                            f"({where('mem-fraction-static')})")
+    mrr = merged.get("max-running-requests")
+    if mrr is not None and mrr is not False and mrr != "auto" and not _positive_integer(mrr):
+        problems.append(f"max-running-requests {mrr} must be a positive integer or auto "
+                        f"({where('max-running-requests')})")
+    return problems
+
+
+def check_hf(env: Any, secrets: Any, hf_home: str | None, hf_token_set: bool) -> list[str]:
+    """The model cache and the Hugging Face token are each set in one place."""
+    problems = []
+    env = env if isinstance(env, Mapping) else {}
+    if hf_home and "HF_HOME" in env and env["HF_HOME"] != hf_home:
+        problems.append(f"sglang_server_env sets HF_HOME to {env['HF_HOME']} but the model cache is {hf_home}: "
+                        "set sglang_hf_home instead (the download and the server share it)")
+    if hf_token_set and isinstance(secrets, Mapping) and "HF_TOKEN" in secrets:
+        problems.append("the Hugging Face token is set twice, as sglang_hf_token and as HF_TOKEN in "
+                        "sglang_server_secrets: keep sglang_hf_token only")
+    return problems
+
+
+def _names(values: Any) -> list[str]:
+    return [str(k) for k in values] if isinstance(values, (Mapping, list, tuple)) else []
+
+
 def check_server_inputs(args: Any, profiles: Any, env: Any, secrets: Any, health_timeout: Any,
-                        health_interval: Any, auto_request_tokens: Any) -> list[str]:
-    """Every problem of the server role's inputs, each naming the variable and the fix."""
+                        health_interval: Any, auto_request_tokens: Any, profile: str | None = None,
+                        download_env_names: Any = (), api_key_set: bool = False,
+                        allow_unauthenticated: bool = False, hf_home: str | None = None,
+                        hf_token_set: bool = False) -> list[str]:
+    """Every problem of the server role's inputs, each naming the variable and the fix.
+    profile: sglang_profile ('' or None: none); download_env_names: the names of
+    sglang_model_download_env; api_key_set, hf_token_set: whether sglang_server_api_key and
+    sglang_hf_token are set (their values are not needed); hf_home: the model cache."""
     problems = check_args("sglang_server_args", args)
-    if profiles is not None and not isinstance(profiles, Mapping):
+    profiles_ok = profiles is None or isinstance(profiles, Mapping)
+    if not profiles_ok:
         problems.append(f"sglang_server_profiles must be a dict of profile name: args, got {type(profiles).__name__}")
     else:
-        for profile, overlay in (profiles or {}).items():
-            problems += check_args(f"sglang_server_profiles.{profile}", overlay)
+        for name, overlay in (profiles or {}).items():
+            problems += check_args(f"sglang_server_profiles.{name}", overlay)
+    profile_problems = check_profile(profile, profiles or {}) if profiles_ok else []
+    problems += profile_problems
+    merged: dict = {}
+    if isinstance(args, Mapping):
+        overlay = (profiles or {}).get(profile) if profile and profiles_ok and not profile_problems else None
+        overlay = overlay if isinstance(overlay, Mapping) else {}
+        problems += check_values(args, overlay, profile)
+        merged = {**args, **overlay}
     problems += check_env("sglang_server_env", env)
     problems += check_env("sglang_server_secrets", secrets, secret=True)
+    arg_names = {"sglang_server_args": _names(args)}
+    if profiles_ok:
+        arg_names.update({f"sglang_server_profiles.{name}": _names(overlay) for name, overlay in (profiles or {}).items()})
+    env_names = {"sglang_model_download_env": _names(download_env_names), "sglang_server_env": _names(env)}
+    problems += server_problems(arg_names, env_names, merged.get("host"), api_key_set, allow_unauthenticated)
     problems += check_numbers(health_timeout, health_interval, auto_request_tokens)
+    problems += check_hf(env, secrets, hf_home, hf_token_set)
     return problems

@@ -1,4 +1,6 @@
 """module_utils/server_inputs.py: every input the launch script, env file and health wait cannot carry."""
+import json
+
 import pytest
 from ansible.module_utils.server_inputs import check_server_inputs
 
@@ -44,3 +46,73 @@ def test_each_problem_names_the_variable(changes, fragment):
 def test_a_secret_value_is_never_shown():
     found = problems(secrets={"bad name": "s3cret-value", "OK": True})
     assert len(found) == 2 and not any("s3cret-value" in p for p in found)
+
+
+# The values of the args as they will run (the profile over sglang_server_args), the profile, the
+# secrets' rule (module_utils/redact.py) given the names gathered here, and HF_HOME/HF_TOKEN.
+@pytest.mark.parametrize(("changes", "fragment"), [
+    ({"profile": "fastest"}, "sglang_profile 'fastest' is not defined; known profiles: tuned. Pass one of them"),
+    ({"profile": "fastest", "profiles": {}}, "known profiles: none"),
+    ({"args": {"tp-size": 8}}, "model-path is missing: set sglang_server_args['model-path']"),
+    ({"args": {"model-path": ""}}, "model-path is missing"),
+    ({"args": {"model-path": "m", "port": 70000}}, "port 70000 is out of range: use 1-65535 (sglang_server_args['port'])"),
+    ({"args": {"model-path": "m", "port": "http"}}, "port http is out of range: use 1-65535"),
+    ({"args": {"model-path": "m", "port": 0}}, "port 0 is out of range"),
+    ({"args": {"model-path": "m", "tp-size": "eight"}}, "tp-size eight must be a positive integer"),
+    ({"args": {"model-path": "m", "tp-size": 0}}, "tp-size 0 must be a positive integer"),
+    ({"args": {"model-path": "m", "mem-fraction-static": 1.2}}, "mem-fraction-static 1.2 must be between 0 and 1 exclusive"),
+    ({"args": {"model-path": "m", "mem-fraction-static": 0}}, "mem-fraction-static 0 must be between 0 and 1 exclusive"),
+    ({"args": {"model-path": "m", "mem-fraction-static": "most"}}, "mem-fraction-static most must be between"),
+    ({"args": {"model-path": "m", "max-running-requests": -5}}, "max-running-requests -5 must be a positive integer or auto"),
+    ({"args": {"model-path": "m", "max-running-requests": "lots"}}, "max-running-requests lots must be a positive"),
+    ({"profile": "tuned", "profiles": {"tuned": {"max-running-requests": 0}}},
+     "max-running-requests 0 must be a positive integer or auto (sglang_server_profiles.tuned['max-running-requests'])"),
+    ({"args": {"model-path": "m", "api-key": "sk-1"}}, "sglang_server_args sets api-key: a secret on the server's command line"),
+    ({"profiles": {"tuned": {"admin-api-key": "k"}}}, "sglang_server_profiles.tuned sets admin-api-key, which looks secret"),
+    ({"env": {"HF_TOKEN": "hf_x"}}, "sglang_server_env sets HF_TOKEN, which looks secret"),
+    ({"download_env_names": ["HF_ENDPOINT", "HUGGING_FACE_HUB_TOKEN"]}, "sglang_model_download_env sets HUGGING_FACE_HUB_TOKEN,"),
+    ({"args": {"model-path": "m", "host": "0.0.0.0"}}, "the server binds 0.0.0.0 (sglang_server_args.host) without an API key"),
+    ({"profile": "tuned", "profiles": {"tuned": {"host": "10.0.0.5"}}}, "the server binds 10.0.0.5"),
+    ({"env": {"HF_HOME": "/data/hf"}, "hf_home": "/opt/sglang/hf"},
+     "sglang_server_env sets HF_HOME to /data/hf but the model cache is /opt/sglang/hf: set sglang_hf_home instead"),
+    ({"secrets": {"HF_TOKEN": "hf_x"}, "hf_token_set": True}, "the Hugging Face token is set twice"),
+])
+def test_each_value_problem_names_the_variable_and_the_fix(changes, fragment):
+    found = problems(**changes)
+    assert len(found) == 1 and fragment in found[0], found
+
+
+@pytest.mark.parametrize("changes", [
+    {"profile": "tuned"}, {"profile": ""}, {"profile": None},
+    {"args": {"model-path": "m", "max-running-requests": "auto", "mem-fraction-static": False, "port": "8080"}},
+    {"args": {"model-path": "m", "host": "0.0.0.0"}, "api_key_set": True},
+    {"args": {"model-path": "m", "host": "0.0.0.0"}, "allow_unauthenticated": True},
+    {"args": {"model-path": "m", "ssl-keyfile": "/etc/k.pem"}},
+    {"env": {"HF_HOME": "/opt/sglang/hf"}, "hf_home": "/opt/sglang/hf"},
+    {"secrets": {"HF_TOKEN": "hf_x"}},
+])
+def test_sound_values_pass(changes):
+    assert problems(**changes) == []
+
+
+def test_an_unknown_profile_is_reported_once_and_the_base_args_still_checked():
+    found = problems(profile="turbo", args={"tp-size": 8})
+    assert len(found) == 2 and "sglang_profile 'turbo'" in found[0] and "model-path is missing" in found[1]
+
+
+def test_args_not_a_dict_stop_at_their_shape():
+    assert problems(args=["model-path", "m"]) == [
+        "sglang_server_args must be a dict of flag: value, got list ['model-path', 'm']"]
+
+
+def test_the_module_fails_with_every_problem_and_hides_secrets(run_module):
+    import sglang_server_inputs
+
+    result = run_module(sglang_server_inputs, **{**GOOD, "args": {"model-path": "m", "port": 70000, "api-key": "sk-0123"},
+                                                 "secrets": {"bad name": "s3cret-value"}})
+    assert result["failed"] is True and result["rc_exit"] == 1
+    assert result["msg"].startswith("Bad server settings: ") and result["msg"].endswith(". Nothing was changed.")
+    assert len(result["problems"]) == 3 and "sk-0123" not in result["msg"]
+    assert "s3cret-value" not in json.dumps(result)  # sglang_server_secrets: no_log, even in the invocation
+    good = run_module(sglang_server_inputs, **GOOD)
+    assert good["changed"] is False and good["problems"] == [] and good["rc_exit"] == 0
