@@ -5,8 +5,16 @@ from __future__ import annotations
 import json
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.bench_results import dumps_strict, point_record
+from ansible.module_utils.bench_results import dumps_strict, empty_record, point_record
 from ansible.module_utils.result_store import ResultStoreError, RunStore, new_run_id
+from ansible.module_utils.search_report import (
+    build_search,
+    candidate_name,
+    max_steps,
+    progress_line,
+    trial_fields,
+    trials_of,
+)
 from ansible.module_utils.sweep import (
     capacity,
     plan_points,
@@ -14,6 +22,7 @@ from ansible.module_utils.sweep import (
     sweep_state,
     validate_plan,
 )
+from ansible.module_utils.tune_search import config_key, next_trial
 
 DOCUMENTATION = r"""
 ---
@@ -38,11 +47,23 @@ description:
     sweep_state).
   - C(action=telemetry) appends the sweep's GPU telemetry windows (gpu_telemetry's) and keeps
     server log excerpts under the run's C(logs/).
+  - C(action=search_spec) builds the tuning search from C(search) (C(sglang_tune_search)), the
+    inventory's args (C(base_args)), C(concurrencies) and the lengths
+    (module_utils/search_report.py build_search) and returns it checked, with defaults filled.
+  - C(action=search) returns the tuning search's next decision for C(host)
+    (module_utils/tune_search.py next_trial, on the host's records as its trials), the
+    candidate's name, the point to run, whether the server must restart, and the progress line
+    of the last trial. With C(provenance) it first writes or merges C(run.json) (the plan with
+    the search under C(plan.search)).
+  - C(action=startup_failed) appends a C(startup_failed) record (C(failed_start) - the args,
+    the health wait's C(failure_kind), the message) and returns the next decision as
+    C(action=search) does.
+  - C(action=files) writes C(files) (name - text) into the run directory (the search's launch script).
 options:
   action:
     description: What to do.
     type: str
-    choices: [validate, plan, store, telemetry]
+    choices: [validate, plan, store, telemetry, search_spec, search, startup_failed, files]
     required: true
   results_dir:
     description: The result store on the controller (C(bench_results_dir)).
@@ -56,18 +77,18 @@ options:
     type: dict
     default: {}
   concurrencies:
-    description: The sweep's concurrencies (validate, plan).
+    description: The sweep's concurrencies (validate, plan; search_spec - the top is the default target).
     type: list
     elements: raw
   num_prompts:
-    description: Requests per point; null = 5 x the concurrency (validate, plan).
+    description: Requests per point; null = 5 x the concurrency (validate, plan, search).
     type: int
   input_len:
-    description: Input tokens per request (validate, plan, store).
+    description: Input tokens per request (validate, plan, store, search_spec).
     type: int
     default: 128
   output_len:
-    description: Output tokens per request (validate, plan, store).
+    description: Output tokens per request (validate, plan, store, search_spec).
     type: int
     default: 128
   context_len:
@@ -111,7 +132,7 @@ options:
     type: dict
     default: {}
   provenance:
-    description: run.json content besides the plan (plan); hosts and profiles are merged on resume.
+    description: run.json content besides the plan (plan, search); hosts and profiles are merged on resume.
     type: dict
     default: {}
   dry_run:
@@ -158,6 +179,36 @@ options:
         C(finished)), kept in the record as C(started)/C(finished) so that a resumed sweep can
         still summarise the point's GPU telemetry.
     type: dict
+  search:
+    description:
+      - action=search_spec - C(sglang_tune_search) as the inventory gives it; action=validate,
+        search, startup_failed - the search search_spec returned (validate - it becomes part
+        of the plan, so a run_id resumed with another search is refused).
+    type: dict
+  base_args:
+    description: action=search_spec - the inventory's server args (its profile merged), the search's base.
+    type: dict
+    default: {}
+  host:
+    description: action=search, startup_failed - the host whose trials decide.
+    type: str
+  running:
+    description:
+      - action=search - the server args the play last started the host's server with (unset
+        - not started by this play - so the first point restarts it).
+    type: dict
+  failed_start:
+    description: action=startup_failed - C({server_args, profile, failure_kind, error, elapsed_s}).
+    type: dict
+  trial:
+    description:
+      - action=store - a search trial's C({server_args, max_total_num_tokens,
+        max_running_requests, restart_s}), kept in the record with C(elapsed_s).
+    type: dict
+  files:
+    description: action=files - C({file name - text}) written into the run directory.
+    type: dict
+    default: {}
 author:
   - sglang-playbooks
 """
@@ -186,6 +237,34 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+search:
+  description: The search, checked, with defaults filled (search_spec).
+  type: dict
+  returned: action=search_spec
+steps:
+  description: The bound of the driver's loop over decisions (search_spec).
+  type: int
+  returned: action=search_spec
+action:
+  description: The decision - run, repeat, backoff or stop (search, startup_failed).
+  type: str
+  returned: action=search, startup_failed
+decision:
+  description: tune_search.next_trial's whole answer (search, startup_failed).
+  type: dict
+  returned: action=search, startup_failed
+profile:
+  description: The proposed candidate's name, its records' profile (search, startup_failed).
+  type: str
+  returned: action=search, startup_failed
+restart_needed:
+  description: The server must restart with the candidate's args first (search, startup_failed).
+  type: bool
+  returned: action=search, startup_failed
+progress:
+  description: One line on the last trial, the running best and the budget left; null before the first (search).
+  type: str
+  returned: action=search, startup_failed
 run_id:
   description: The run's id.
   type: str
@@ -293,14 +372,22 @@ def _store(params, run_id=None):
     return RunStore(params["results_dir"], run_id or params["run_id"], create=not params.get("dry_run"))
 
 
+def _plan(params):
+    """The plan; a search's becomes part of it (plan.search), so its signature guards a resume."""
+    plan = dict(params.get("plan") or {})
+    if params.get("search"):
+        plan["search"] = params["search"]
+    return plan
+
+
 def action_validate(params):
     _validate(params)
     store = _store(params, params.get("run_id") or new_run_id())
     existing = store.read_run_json()
-    if existing is not None and existing.get("plan_signature") != plan_signature(params["plan"]):
+    if existing is not None and existing.get("plan_signature") != plan_signature(_plan(params)):
         raise ValueError(
             f"bench_run_id {store.run_id} already holds a run with a different plan (signature "
-            f"{existing.get('plan_signature')}, this plan {plan_signature(params['plan'])}) in "
+            f"{existing.get('plan_signature')}, this plan {plan_signature(_plan(params))}) in "
             f"{store.path}. A run is never overwritten: leave bench_run_id unset for a new run, "
             "or use the original plan to resume.")
     if existing is not None:
@@ -390,6 +477,8 @@ def action_store(params):
         if window.get("start") is not None:
             # (the point's window: its telemetry is summarised when the sweep ends, or on resume)
             record.update(started=float(window["start"]), finished=float(window.get("end") or window["start"]))
+        if params.get("trial"):  # (a search's point: its args and what its start reported)
+            record.update(trial_fields(params["trial"], record))
     elif params.get("skip_reason"):
         record = point_record("skipped", f"not run: the sweep stopped ({params['skip_reason']})",
                               labels, point, options)
@@ -427,8 +516,73 @@ def action_telemetry(params):
             "changed": bool(attached or written)}
 
 
+def action_search_spec(params):
+    search = build_search(params.get("search"), params.get("base_args") or {}, params.get("concurrencies") or [],
+                          params["input_len"], params["output_len"])
+    return {"search": json.loads(dumps_strict(search)), "steps": max_steps(search)}
+
+
+def _decide(store, params):
+    """The search's next decision for the host, from its records."""
+    search = params.get("search")
+    if not search or not params.get("host"):
+        raise ValueError(f"action={params['action']} needs search (action=search_spec's) and host")
+    trials = trials_of(store.records(), params["host"])
+    decision = next_trial(search, trials)
+    base = search.get("base_args") or {}
+    out = {"run_id": store.run_id, "run_dir": store.path, "action": decision["action"], "decision": decision,
+           "trials": len(trials), "progress": progress_line(search, decision, trials)}
+    if decision["action"] == "stop":
+        best = decision.get("best")
+        out.update(profile=candidate_name(best["server_args"], base) if best else None, restart_needed=False)
+    else:
+        args = decision["server_args"]
+        running = params.get("running")
+        point = plan_points([decision["max_concurrency"]], None, num_prompts=params.get("num_prompts"))[0]
+        out.update(profile=candidate_name(args, base),
+                   restart_needed=bool(decision["restart"]) or not running or config_key(running) != config_key(args),
+                   point=dict(point, repeat=decision["repeat"], kv_capacity=decision.get("kv_capacity"),
+                              last_repeat=True, status="planned"))
+    return json.loads(dumps_strict(out))
+
+
+def action_search(params):
+    store = _store(params)
+    if params.get("provenance"):
+        provenance = dict(params["provenance"], plan=_plan(params))
+        if not store.write_run_json(provenance):
+            _merge_run_json(store, provenance)
+    return dict(_decide(store, params), changed=bool(params.get("provenance")))
+
+
+def action_startup_failed(params):
+    store = _store(params)
+    failed = dict(params.get("failed_start") or {})
+    if not isinstance(failed.get("server_args"), dict) or not params.get("host"):
+        raise ValueError("action=startup_failed needs host and failed_start.server_args (the args that did not start)")
+    base = (params.get("search") or {}).get("base_args") or {}
+    record = empty_record(host=params["host"], run_id=store.run_id, repeat=0, status="startup_failed",
+                          profile=failed.get("profile") or candidate_name(failed["server_args"], base),
+                          server_args=failed["server_args"],
+                          error=str(failed.get("error") or "the server did not start"))
+    record.update(failure_kind=str(failed.get("failure_kind") or "unknown"),
+                  elapsed_s=round(float(failed.get("elapsed_s") or 0.0), 1))
+    if params.get("labels", {}).get("standin") is not None:
+        record["standin"] = bool(params["labels"]["standin"])
+    store.append_record(record)
+    return dict(_decide(store, params), changed=True, torn=store.torn)
+
+
+def action_files(params):
+    store = _store(params)
+    written = [name for name, text in sorted((params.get("files") or {}).items())
+               if store.write_file(name, str(text))]
+    return {"run_id": store.run_id, "run_dir": store.path, "written": written, "changed": bool(written)}
+
+
 ACTIONS = {"validate": action_validate, "plan": action_plan, "store": action_store,
-           "telemetry": action_telemetry}
+           "telemetry": action_telemetry, "search_spec": action_search_spec, "search": action_search,
+           "startup_failed": action_startup_failed, "files": action_files}
 
 
 def main():
@@ -464,14 +618,24 @@ def main():
             "windows": {"type": "list", "elements": "dict", "default": []},
             "logs": {"type": "dict", "default": {}},
             "window": {"type": "dict"},
+            "search": {"type": "dict"},
+            "base_args": {"type": "dict", "default": {}},
+            "host": {"type": "str"},
+            "running": {"type": "dict"},
+            "failed_start": {"type": "dict"},
+            "trial": {"type": "dict"},
+            "files": {"type": "dict", "default": {}},
         },
         required_if=[("action", "plan", ("run_id", "concurrencies")),
                      ("action", "store", ("run_id", "point")),
-                     ("action", "telemetry", ("run_id",))],
+                     ("action", "telemetry", ("run_id",)),
+                     ("action", "search", ("run_id", "search", "host")),
+                     ("action", "startup_failed", ("run_id", "search", "host", "failed_start")),
+                     ("action", "files", ("run_id",))],
         supports_check_mode=True,
     )
     action = module.params["action"]
-    if module.check_mode and action != "validate":
+    if module.check_mode and action not in ("validate", "search_spec"):
         module.exit_json(changed=False, skipped=True, msg=f"check mode: action={action} not run")
     try:
         result = dict({"changed": False}, **ACTIONS[action](module.params))
