@@ -15,6 +15,7 @@ from ansible.module_utils.bench_results import (
     RECORD_KEYS,
     dumps_strict,
 )
+from ansible.module_utils.fleet import fleet_hosts, fleet_kv, fleet_totals, missing_reason
 from ansible.module_utils.result_store import ResultStoreError, RunStore
 from ansible.module_utils.sweep import capacity, median, pick_best
 
@@ -33,6 +34,10 @@ description:
     profile against the baseline, TPOT and TTFT medians, power per GPU), a
     line for every point that was over capacity or failed and, with repeats,
     the median and min-max spread of each point with a "within noise" verdict.
+  - A run of several hosts (benchmarked in parallel) also gets the fleet's totals
+    (module_utils/fleet.py) - per profile and concurrency the sum over hosts of output and total
+    tok/s with how many hosts contributed, marked incomplete when a host's point is missing or
+    failed - and the fleet's KV capacity. A host that failed is marked missing with its reason.
   - A run made on the stand-in engine says so at the top of the report.
   - Idempotent; a file is rewritten only when its content changes. Plots need
     matplotlib; without it the other files are written and a warning says so.
@@ -66,6 +71,14 @@ options:
         C(profiles)) as a vars file for an inventory (tune.yml sets it).
     type: bool
     default: false
+  failed_hosts:
+    description:
+      - The hosts that failed during the play (left it), each with what the controller saw fail
+        (V('') when nothing). The report marks each missing with its reason (module_utils/fleet.py
+        missing_reason). Kept in the run directory as C(failed-hosts.json), so a later
+        re-render without this option (playbooks/report.yml) still marks them; given, it replaces
+        that file (C({}) when every host finished).
+    type: dict
 author:
   - sglang-playbooks
 """
@@ -112,6 +125,23 @@ tables:
             tuned: {total_tps: 4151.0, output_tps: 2095.0, repeats: 1, status: ok}
           change:
             tuned: {pct: 27.7, text: "+28%", within_noise: null}
+fleet:
+  description:
+    - With more than one host, the fleet's totals (C(totals) - C(hosts), C(profiles), C(rows) of
+      C(concurrency) and per profile C(output_tps), C(total_tps), C(hosts), C(of), C(complete),
+      C(missing)) and its KV capacity (C(kv) - summed C(max_total_num_tokens) and C(capacity),
+      C(hosts), C(of), C(complete), C(missing)); else null.
+  returned: success
+  type: dict
+  sample:
+    totals:
+      hosts: [gpu-vm-1, gpu-vm-2]
+      profiles: [baseline]
+      rows:
+        - concurrency: 256
+          cells:
+            baseline: {output_tps: 3280.0, total_tps: 6498.0, hosts: 2, of: 2, complete: true, missing: {}}
+    kv: {max_total_num_tokens: 990976, capacity: 3870, hosts: 2, of: 2, complete: true, missing: []}
 best:
   description:
     - The best profile (module_utils/sweep.py pick_best) - C(best), C(mean_peak_output_throughput)
@@ -373,8 +403,38 @@ def best_profile_vars(run, best):
     return "\n".join(lines) + "\n" + body
 
 
+FAILED_HOSTS_FILE = "failed-hosts.json"
+
+
+def read_failed_hosts(results_dir):
+    """The failed hosts the last report of the run was given ({} when none was)."""
+    try:
+        with open(os.path.join(results_dir, FAILED_HOSTS_FILE), encoding="utf-8") as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise ResultStoreError(f"{FAILED_HOSTS_FILE} in {results_dir} cannot be read ({exc}): delete it, "
+                               "or re-run benchmark.yml with this run's bench_run_id") from exc
+    return {str(h): str(r or "") for h, r in data.items()} if isinstance(data, dict) else {}
+
+
+def mark_missing(run, records, failed):
+    """run.json as the report shows it: each failed host's entry marked missing with its reason
+    (its recorded facts kept). run itself is not changed."""
+    hosts = {h: dict(facts or {}) for h, facts in (run.get("hosts") or {}).items()}
+    for host, reason in sorted(failed.items()):
+        mine = [r for r in records if r["host"] == host]
+        facts = hosts.get(host) or {}
+        if not reason and not mine and "missing" in facts:
+            continue  # failed before the sweep and nothing more is known: run.json says so already
+        hosts[host] = {**facts, "missing": missing_reason(reason, mine, hosts.get(host))}
+    return {**run, "hosts": hosts}
+
+
 def make_report(results_dir, title="SGLang benchmark report", baseline_profile=None,
-                template=None, plots=True, check_mode=False, best_profile_file=False):
+                template=None, plots=True, check_mode=False, best_profile_file=False,
+                failed_hosts=None):
     """Everything the module does, as a function: returns the module result."""
     results_dir = os.path.abspath(results_dir)
     store = RunStore(os.path.dirname(results_dir), os.path.basename(results_dir), create=not check_mode)
@@ -385,14 +445,25 @@ def make_report(results_dir, title="SGLang benchmark report", baseline_profile=N
     records = store.records()
     if not records:
         raise ResultStoreError(f"no records in {store.records_path}: nothing to report")
+    files = {}
+    if failed_hosts is None:
+        failed_hosts = read_failed_hosts(results_dir)
+    else:
+        failed_hosts = {str(h): str(r or "") for h, r in failed_hosts.items()}
+        if failed_hosts or os.path.exists(os.path.join(results_dir, FAILED_HOSTS_FILE)):
+            files[FAILED_HOSTS_FILE] = dumps_strict(failed_hosts, indent=2, sort_keys=True) + "\n"
+    run = mark_missing(run, records, failed_hosts)
     tables = build_tables(run, records, baseline_profile)
     standin = bool(run.get("standin")) or any(r.get("standin") for r in records)
     warnings = []
-    files = {
+    kv = kv_summary(run, records)
+    hosts = fleet_hosts(run, records, failed_hosts)
+    fleet = {"totals": fleet_totals(tables, hosts), "kv": fleet_kv(kv, hosts)} if len(hosts) > 1 else None
+    files.update({
         "results.json": (dumps_strict({"schema_version": 1, "run": run, "records": records,
-                                       "tables": tables}, indent=2, sort_keys=True) + "\n"),
+                                       "tables": tables, "fleet": fleet}, indent=2, sort_keys=True) + "\n"),
         "results.csv": records_csv(records),
-    }
+    })
     pngs = {}
     if plots:
         try:
@@ -401,7 +472,7 @@ def make_report(results_dir, title="SGLang benchmark report", baseline_profile=N
             warnings.append("matplotlib is not installed on the controller: no PNG plots")
     context = {
         "title": title, "standin": standin, "run": run, "tables": tables,
-        "problems": problem_points(records), "kv": kv_summary(run, records),
+        "problems": problem_points(records), "kv": kv, "fleet": fleet,
         "profile_args": differing_args(run.get("profiles") or {}),
         "plots": sorted(pngs), "repeats": any(c["repeats"] > 1 for t in tables
                                               for row in t["rows"]
@@ -422,7 +493,7 @@ def make_report(results_dir, title="SGLang benchmark report", baseline_profile=N
     if "best-profile.yml" in files:
         paths["best_profile"] = os.path.join(results_dir, "best-profile.yml")
     return {"changed": bool(written), "paths": paths, "written": written, "best": best,
-            "tables": tables, "standin": standin, "warnings": warnings}
+            "tables": tables, "fleet": fleet, "standin": standin, "warnings": warnings}
 
 
 def main():
@@ -434,6 +505,7 @@ def main():
             "template": {"type": "path", "required": True},
             "plots": {"type": "bool", "default": True},
             "best_profile_file": {"type": "bool", "default": False},
+            "failed_hosts": {"type": "dict"},
         },
         supports_check_mode=True,
     )
@@ -441,7 +513,7 @@ def main():
     try:
         result = make_report(params["results_dir"], params["title"], params["baseline_profile"],
                              params["template"], params["plots"], module.check_mode,
-                             params["best_profile_file"])
+                             params["best_profile_file"], params["failed_hosts"])
     except (ResultStoreError, ValueError, OSError) as exc:
         module.fail_json(msg=str(exc), results_dir=params["results_dir"])
     for warning in result.pop("warnings"):

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Wall time of benchmark.yml over 1 stand-in host and over 4, in parallel; prints both and their ratio.
+
+What runs: N stand-in servers on this machine (127.0.0.1, one port each) and an inventory of N
+hosts of sglang_servers, each a local connection whose server is its own stand-in (the port in
+its sglang_server_args), so every host runs the whole benchmark role - health, server info,
+the client's --help check, the plan, the points, the log excerpt, the records brought home, the
+report - through Ansible's forks exactly as remote hosts do; only the transport is local. The
+same small sweep for both groups (default concurrencies 4 8, 5 x C prompts of 32 + 32 tokens);
+each host's client sends real /generate requests to its own stand-in (a small client here,
+standing in for SGLang's bench_serving: the same flags, the same JSONL line), so the points take
+stand-in time, not a fixed sleep. GPU telemetry is off (the hosts share this machine's
+/run/sglang-playbooks).
+
+Light on purpose, so that the 2 cores are not the limit: SGLANG_STANDIN_TIME_SCALE (default
+0.02) and small concurrencies keep each stand-in and client mostly asleep; the load average
+before and after each run is printed beside the times (other work on the machine shows there).
+
+    .venv/bin/python scripts/measure_fleet.py [--hosts 1 4] [--concurrencies 4 8] [--keep DIR]
+Wall times include ansible-runner's start-up, the same for both runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import playbook_run
+
+REPO = playbook_run.REPO
+FIXTURE = REPO / "tests" / "fixtures" / "nvidia-smi" / "rtxpro6000-8gpu-vm"
+
+# A client with bench_serving's command line: answers the role's probe and --help, then runs the
+# point against the server (threads, at most --max-concurrency in flight) and writes the result.
+CLIENT = r'''#!{python}
+import json, sys, threading, time, urllib.request
+args = sys.argv[1:]
+if args[:1] == ["-c"]:
+    print(json.dumps({{"serving": False, "version": "0.5.10.post1"}}))
+    sys.exit(0)
+if "--help" in args:
+    print("usage: bench_serving {flags}")
+    sys.exit(0)
+opt = lambda name: args[args.index(name) + 1]
+url, prompts, conc = opt("--base-url"), int(opt("--num-prompts")), int(opt("--max-concurrency"))
+inp, out = int(opt("--random-input-len")), int(opt("--random-output-len"))
+lock, todo, lat = threading.Lock(), list(range(prompts)), []
+def worker():
+    while True:
+        with lock:
+            if not todo:
+                return
+            todo.pop()
+        body = json.dumps({{"input_ids": [1] * inp, "sampling_params": {{"max_new_tokens": out, "ignore_eos": True}}}})
+        start = time.monotonic()
+        req = urllib.request.Request(url + "/generate", body.encode(), {{"Content-Type": "application/json"}})
+        urllib.request.urlopen(req, timeout=600).read()
+        with lock:
+            lat.append(1000 * (time.monotonic() - start))
+start = time.monotonic()
+threads = [threading.Thread(target=worker) for _ in range(conc)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+took = time.monotonic() - start
+lat.sort()
+med = lat[len(lat) // 2]
+line = {{"backend": "sglang", "max_concurrency": conc, "num_prompts": prompts, "random_input_len": inp,
+         "random_output_len": out, "completed": len(lat), "duration": took,
+         "total_input_tokens": inp * len(lat), "total_output_tokens": out * len(lat),
+         "request_throughput": len(lat) / took, "input_throughput": inp * len(lat) / took,
+         "output_throughput": out * len(lat) / took, "total_throughput": (inp + out) * len(lat) / took,
+         "mean_e2e_latency_ms": sum(lat) / len(lat), "median_e2e_latency_ms": med}}
+with open(opt("--output-file"), "a") as handle:
+    handle.write(json.dumps(line) + "\n")
+print("done: %d requests in %.2f s" % (len(lat), took))
+'''
+FLAGS = ("--backend --base-url --dataset-name --random-input-len --random-output-len --random-range-ratio "
+         "--num-prompts --max-concurrency --request-rate --seed --warmup-requests --output-file --disable-tqdm "
+         "--tokenize-prompt --flush-cache")
+
+
+def free_ports(count):
+    socks = [socket.socket() for _ in range(count)]
+    for sock in socks:
+        sock.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for sock in socks:
+        sock.close()
+    return ports
+
+
+def start_standins(ports, logs, time_scale):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_STANDIN_")}
+    env.update(PYTHONPATH=str(REPO / "standin"), SGLANG_STANDIN_STARTUP_DELAY="0.2",
+               SGLANG_STANDIN_TIME_SCALE=str(time_scale))
+    procs = []
+    for port in ports:
+        with open(logs / f"standin-{port}.log", "wb") as out:
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "sglang_standin.launch_server", "--host", "127.0.0.1", "--port", str(port),
+                 "--model-path", "org/model", "--tp-size", "8"], stdout=out, stderr=subprocess.STDOUT, env=env))
+    for port in ports:
+        for _ in range(150):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)  # noqa: S310 (a local URL)
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            sys.exit(f"the stand-in on port {port} did not answer: see {logs}")
+    return procs
+
+
+def load():
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def measure(count, ports, work, client, concurrencies):
+    """benchmark.yml over `count` local hosts; returns (wall seconds, PlaybookRun, results dir)."""
+    results = work / f"results-{count}"
+    hosts = {f"fleet-{i + 1}": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+        "gpu_preflight_nvidia_smi": str(REPO / "tests" / "fixtures" / "fake-nvidia-smi"),
+        "gpu_preflight_driver_version_path": str(FIXTURE / "driver_version.txt"),
+        "gpu_preflight_infiniband_path": "/nonexistent",
+        "sglang_engine": "standin",
+        "sglang_server_args": {"model-path": "org/model", "port": port, "tp-size": 8},
+    } for i, port in enumerate(ports[:count])}
+    inventory = work / f"hosts-{count}.yml"
+    inventory.write_text(json.dumps({"sglang_servers": {"hosts": hosts}}))
+    extra = {"bench_results_dir": str(results), "bench_run_id": f"fleet-{count}",
+             "sglang_benchmark_concurrencies": concurrencies, "sglang_benchmark_input_len": 32,
+             "sglang_benchmark_output_len": 32, "sglang_benchmark_plateau_threshold": None,
+             "sglang_benchmark_telemetry": False, "sglang_benchmark_warmup_requests": 0,
+             "sglang_benchmark_client_python": str(client)}
+    run = playbook_run.run("benchmark.yml", inventory, work / f"runner-{count}", extravars=extra,
+                           envvars={"FAKE_NVIDIA_SMI_DIR": str(FIXTURE)}, timeout=900)
+    if run.rc:
+        sys.exit(f"benchmark.yml over {count} host(s) failed: {run.explain()}")
+    return run.seconds, run, results / f"fleet-{count}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, nargs=2, default=[1, 4], metavar=("ONE", "MANY"))
+    parser.add_argument("--concurrencies", type=int, nargs="+", default=[4, 8])
+    parser.add_argument("--time-scale", type=float,
+                        default=float(os.environ.get("SGLANG_STANDIN_TIME_SCALE", "0.02")))
+    parser.add_argument("--keep", type=Path, help="keep the runs' files (inventories, results, logs) here")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="sglpb-fleet-")) if args.keep is None else args.keep
+    work.mkdir(parents=True, exist_ok=True)
+    client = work / "client-python"
+    client.write_text(CLIENT.format(python=sys.executable, flags=FLAGS))
+    client.chmod(0o755)
+    ports = free_ports(max(args.hosts))
+    procs = start_standins(ports, work, args.time_scale)
+    try:
+        times = {}
+        for count in args.hosts:
+            before = load()
+            seconds, run, results = measure(count, ports, work, client, args.concurrencies)
+            records = [json.loads(line) for line in (results / "records.jsonl").read_text().splitlines()]
+            client_s = [r["duration_s"] for r in records if r.get("duration_s")]
+            times[count] = seconds
+            print(f"{count} host(s): {seconds:.1f} s wall; {len(records)} records "
+                  f"({sorted({r['host'] for r in records})}), client time per host "
+                  f"{sum(client_s) / count:.1f} s; load average before {before}, after {load()}", flush=True)
+        one, many = args.hosts
+        print(f"ratio {many} hosts / {one}: {times[many] / times[one]:.2f} (concurrencies {args.concurrencies}, "
+              f"SGLANG_STANDIN_TIME_SCALE {args.time_scale}, forks from ansible.cfg); files in {work}")
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(10)
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

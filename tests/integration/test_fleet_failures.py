@@ -1,0 +1,114 @@
+"""benchmark.yml over three hosts at once (local connections, each with a stand-in server of its
+own on this machine): one sweeps to the end, one has no server (fails before the sweep), one's
+client fails at its second point (fails mid-sweep, sglang_benchmark_stop_on_failure). The good
+host finishes (sglang_max_fail_percentage defaults to 100), the run fails, and the report marks
+the other two missing with their reasons, its fleet totals incomplete. With
+-e sglang_max_fail_percentage=0 the first failure stops the play for every host."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from harness import BASE_VARS, REPO, run_playbook
+
+sys.path.insert(0, str(REPO / "scripts"))
+import measure_fleet  # noqa: E402  (the small client that stands in for bench_serving)
+
+# The same client, failing (no result, exit 1) from concurrency 8 on.
+FAILING = """#!{python}
+import os, sys
+if "--max-concurrency" in sys.argv and int(sys.argv[sys.argv.index("--max-concurrency") + 1]) >= 8:
+    print("RuntimeError: CUDA error: an illegal memory access was encountered")
+    sys.exit(1)
+os.execv({client!r}, [{client!r}] + sys.argv[1:])
+"""
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def standins(tmp_path_factory):
+    """Two stand-in servers (ports); a third port where nothing listens."""
+    logs = tmp_path_factory.mktemp("standins")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_STANDIN_")}
+    env.update(PYTHONPATH=str(REPO / "standin"), SGLANG_STANDIN_STARTUP_DELAY="0.2", SGLANG_STANDIN_TIME_SCALE="0.01")
+    ports, procs = [free_port(), free_port()], []
+    for port in ports:
+        with open(logs / f"{port}.log", "wb") as out:
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "sglang_standin.launch_server", "--host", "127.0.0.1", "--port", str(port),
+                 "--model-path", "org/model", "--tp-size", "8"], stdout=out, stderr=subprocess.STDOUT, env=env))
+    for port in ports:
+        for _ in range(150):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)  # noqa: S310 (a local URL)
+                break
+            except OSError:
+                time.sleep(0.2)
+    yield ports + [free_port()]
+    for proc in procs:
+        proc.terminate()
+        proc.wait(10)
+
+
+def fleet(tmp_path, ports):
+    client = tmp_path / "client-python"
+    client.write_text(measure_fleet.CLIENT.format(python=sys.executable, flags=measure_fleet.FLAGS))
+    failing = tmp_path / "failing-python"
+    failing.write_text(FAILING.format(python=sys.executable, client=str(client)))
+    for path in (client, failing):
+        path.chmod(0o755)
+    common = {"sglang_benchmark_client_python": str(client), "bench_results_dir": str(tmp_path / "results"),
+              "sglang_benchmark_concurrencies": [4, 8], "sglang_benchmark_telemetry": False,
+              "sglang_benchmark_input_len": 32, "sglang_benchmark_output_len": 32,
+              "sglang_benchmark_warmup_requests": 0, "sglang_benchmark_plateau_threshold": None}
+
+    def args(port):
+        return {"sglang_server_args": {**BASE_VARS["sglang_server_args"], "port": port}}
+    return {
+        "good": {**common, **args(ports[0])},
+        "midway": {**common, **args(ports[1]), "sglang_benchmark_client_python": str(failing),
+                   "sglang_benchmark_stop_on_failure": True},
+        "down": {**common, **args(ports[2]), "sglang_server_health_timeout": 3},
+    }
+
+
+def test_a_failed_host_does_not_stop_the_others_and_the_report_says_why(tmp_path, standins):
+    run = run_playbook(tmp_path, "benchmark.yml", None, hosts=fleet(tmp_path, standins),
+                       extra={"bench_run_id": "fleet"})
+    assert run.rc != 0, run.explain()
+    assert {f.host for f in run.failures} == {"midway", "down"}, run.explain()
+    assert {f.task for f in run.failures if f.host == "midway"} == {"Stop on the failed point (sglang_benchmark_stop_on_failure)"}
+    down = next(f for f in run.failures if f.host == "down")
+    assert down.task == "Wait for the health endpoint to answer", run.explain()
+    store = tmp_path / "results" / "fleet"
+    records = [json.loads(line) for line in (store / "records.jsonl").read_text().splitlines()]
+    assert sorted((r["host"], r["max_concurrency"], r["status"]) for r in records) == [
+        ("good", 4, "ok"), ("good", 8, "ok"), ("midway", 4, "ok"), ("midway", 8, "failed")]
+    report = (store / "report.md").read_text()
+    assert f"- Host **down**: **missing**, no results (unreachable, or failed before the sweep: {down.msg.split()[0]}" \
+        in " ".join(report.split()), report
+    assert ("**missing** from there on (failed during the sweep, after 1 measured point: the point at "
+            "concurrency 8 failed: ") in report, report
+    assert "## Fleet total" in report and "3 hosts, benchmarked in parallel: down, good, midway." in report
+    fleet_rows = [line for line in report.split("## Fleet total")[1].splitlines() if line.startswith(("| 4 ", "| 8 "))]
+    assert fleet_rows[0].endswith("| 2 of 3, **incomplete**: down missing |"), fleet_rows
+    assert fleet_rows[1].endswith("| 1 of 3, **incomplete**: down missing, midway failed |"), fleet_rows
+    assert json.loads((store / "failed-hosts.json").read_text()).keys() == {"down", "midway"}
+
+
+def test_max_fail_percentage_zero_stops_every_host_at_the_first_failure(tmp_path, standins):
+    hosts = fleet(tmp_path, standins)
+    run = run_playbook(tmp_path, "benchmark.yml", None, hosts={"good": hosts["good"], "down": hosts["down"]},
+                       extra={"bench_run_id": "stop", "sglang_max_fail_percentage": 0})
+    assert run.rc != 0 and {f.host for f in run.failures} == {"down"}, run.explain()
+    assert "Run the client" not in run.tasks, run.tasks
+    assert not (tmp_path / "results" / "stop" / "records.jsonl").exists()
