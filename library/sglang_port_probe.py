@@ -20,7 +20,7 @@ description:
   - Listens on C(port) (all addresses) until C(expect) different peer addresses have
     connected or C(timeout) seconds passed, accepting and closing each connection; returns
     the peers' addresses.
-  - When the port is already held, it does not listen (C(listening) false) and says by whom:
+  - When the port is already held, it does not listen (C(listening) false) and says by whom,
     C(held_by_unit) when the holder is the C(unit)'s own process (the running server; then the
     other nodes' connections reach that server, which is the check), C(foreign) otherwise.
   - Changes nothing on the host; check mode runs it the same.
