@@ -17,6 +17,7 @@ from ansible.module_utils.bench_results import (
 )
 from ansible.module_utils.fleet import fleet_hosts, fleet_kv, fleet_totals, missing_reason
 from ansible.module_utils.result_store import ResultStoreError, RunStore
+from ansible.module_utils.search_report import pareto_png, search_summary
 from ansible.module_utils.sweep import capacity, median, pick_best
 
 DOCUMENTATION = r"""
@@ -146,6 +147,14 @@ best:
   description:
     - The best profile (module_utils/sweep.py pick_best) - C(best), C(mean_peak_output_throughput)
       per profile, per host each profile's peak and its concurrency (C(hosts)), C(points).
+  returned: success
+  type: dict
+search:
+  description:
+    - A tuning search's run (run.json C(plan.search)) - module_utils/search_report.py
+      search_summary - per host the path, every candidate's points and verdicts, why it
+      stopped; C(best), C(best_server_args), C(best_effective_args); the report gets its section
+      and C(search-pareto.png), and C(best) above is the search's; else null.
   returned: success
   type: dict
 standin:
@@ -379,7 +388,8 @@ def render_markdown(template_path, context):
     with open(template_path, encoding="utf-8") as handle:
         source = handle.read()
     env = jinja2.Environment(autoescape=False, trim_blocks=True, lstrip_blocks=True,
-                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+                             loader=jinja2.FileSystemLoader(os.path.dirname(os.path.abspath(template_path))))
     env.filters["num"] = lambda v, digits=0: "—" if v is None else f"{v:,.{digits}f}"
     env.filters["cli"] = cli_args
     env.filters["pairs"] = lambda d: ", ".join(f"{k}={v}" for k, v in (d or {}).items()) or "none"
@@ -464,36 +474,39 @@ def make_report(results_dir, title="SGLang benchmark report", baseline_profile=N
                                        "tables": tables, "fleet": fleet}, indent=2, sort_keys=True) + "\n"),
         "results.csv": records_csv(records),
     })
-    pngs = {}
+    pngs, search_pngs = {}, {}
+    search = search_summary(run, records)  # (a tuning search's run: its path and best)
     if plots:
         try:
             pngs = plot_pngs(tables)
+            search_pngs = pareto_png(search) if search else {}
         except ImportError:
             warnings.append("matplotlib is not installed on the controller: no PNG plots")
     context = {
         "title": title, "standin": standin, "run": run, "tables": tables,
         "problems": problem_points(records), "kv": kv, "fleet": fleet,
+        "search": search, "search_plot": next(iter(search_pngs), None),
         "profile_args": differing_args(run.get("profiles") or {}),
         "plots": sorted(pngs), "repeats": any(c["repeats"] > 1 for t in tables
                                               for row in t["rows"]
                                               for c in row["cells"].values()),
     }
     files["report.md"] = render_markdown(template, context)
-    best = pick_best(records, profile_order(run, records))
-    if best_profile_file and best["best"]:
+    best = search["best_profile"] if search else pick_best(records, profile_order(run, records))
+    if best_profile_file and best and best["best"]:
         files["best-profile.yml"] = best_profile_vars(run, best)
     files = {name: text.encode("utf-8") for name, text in files.items()}
-    files.update(pngs)
+    files.update(pngs, **search_pngs)
     written = [os.path.join(results_dir, name) for name, data in sorted(files.items())
                if store.write_file(name, data, dry=check_mode)]
     paths = {"report_md": os.path.join(results_dir, "report.md"),
              "results_json": os.path.join(results_dir, "results.json"),
              "results_csv": os.path.join(results_dir, "results.csv"),
-             "plots": [os.path.join(results_dir, n) for n in sorted(pngs)]}
+             "plots": [os.path.join(results_dir, n) for n in sorted({**pngs, **search_pngs})]}
     if "best-profile.yml" in files:
         paths["best_profile"] = os.path.join(results_dir, "best-profile.yml")
     return {"changed": bool(written), "paths": paths, "written": written, "best": best,
-            "tables": tables, "fleet": fleet, "standin": standin, "warnings": warnings}
+            "tables": tables, "fleet": fleet, "search": search, "standin": standin, "warnings": warnings}
 
 
 def main():

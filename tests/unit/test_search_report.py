@@ -279,3 +279,27 @@ def test_the_search_section_renders_and_the_pareto_plot_is_a_png(tmp_path):
     pytest.importorskip("matplotlib")
     png = search_report.pareto_png(summary)["search-pareto.png"]
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_the_report_of_a_search_has_its_section_plot_and_best_profile(tmp_path):
+    import bench_report
+    import yaml
+    stop, run, _, _ = _searched_run(tmp_path)
+    best = stop["decision"]["best"]
+    name = search_report.candidate_name(best["server_args"], run["plan"]["search"]["base_args"])
+    # (the playbook keeps each started candidate's args as they ran in run.json's profiles)
+    store = RunStore(tmp_path, "search")
+    store.write_run_json(dict(run, profiles={name: dict(best["server_args"], note="as it ran")}), replace=True)
+    result = bench_report.make_report(str(tmp_path / "search"), template=str(REPO / "templates" / "report.md.j2"),
+                                      best_profile_file=True)
+    assert result["best"]["best"] == name and result["search"]["best"]["name"] == name
+    assert result["search"]["best_effective_args"]["note"] == "as it ran"
+    text = (tmp_path / "search" / "report.md").read_text()
+    assert "## The tuning search" in text and f"**Best: {name}**" in text
+    assert "startup failed" in text  # (the failed start is also a point not measured cleanly)
+    assert "best-profile.yml" in text
+    vars_file = yaml.safe_load((tmp_path / "search" / "best-profile.yml").read_text())
+    assert vars_file == {"sglang_server_args": dict(best["server_args"], note="as it ran"), "sglang_profile": ""}
+    if result["paths"]["plots"]:
+        assert (tmp_path / "search" / "search-pareto.png").exists()
+        assert "![search-pareto.png](search-pareto.png)" in text
