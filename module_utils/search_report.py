@@ -127,8 +127,10 @@ def trial_fields(trial: Mapping[str, Any], record: Mapping[str, Any]) -> dict[st
     reported, and elapsed_s (the point's run, plus its restart when it came right after one)."""
     out = {"server_args": dict(trial.get("server_args") or {})}
     for key in ("max_total_num_tokens", "max_running_requests"):
-        if trial.get(key) not in (None, ""):
+        try:
             out[key] = int(trial[key])
+        except (KeyError, TypeError, ValueError):  # (not reported by this server)
+            continue
     ran = None
     if record.get("started") is not None and record.get("finished") is not None:
         ran = float(record["finished"]) - float(record["started"])
