@@ -64,10 +64,19 @@ syntax: venv
 unit: venv $(CLIENT_VENV)/.done
 	$(BIN)/pytest -q tests --ignore=tests/standin/test_real_client.py
 
+# The scenarios run MOLECULE_JOBS at a time (each has its own containers and network): much of a
+# scenario's time is waiting on its hosts (health waits, restarts, benchmarks in the stand-in's
+# time), which another scenario fills. Each scenario's output is printed whole when it ends; a
+# scenario runs under a lock of its own, so a second `make` (or a person) never runs it at once.
+MOLECULE_JOBS ?= 2
+
 molecule: venv image
-	@for s in $(MOLECULE_SCENARIOS); do \
-	  echo "=== molecule test -s $$s"; $(BIN)/molecule test -s $$s; \
-	done
+	@$(MAKE) --no-print-directory -j$(MOLECULE_JOBS) --output-sync=target $(addprefix molecule-,$(MOLECULE_SCENARIOS))
+
+molecule-%: venv image
+	@echo "=== molecule test -s $*"; start=$$(date +%s); \
+	flock /tmp/molecule-$*.lock $(BIN)/molecule test -s $*; \
+	echo "=== molecule $*: passed in $$(( $$(date +%s) - start )) s"
 
 test: lint syntax unit $(STANDIN_TEST_TARGETS) molecule
 	@echo "make test: all passed"
