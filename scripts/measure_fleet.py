@@ -98,12 +98,14 @@ def free_ports(count):
     return ports
 
 
-def start_standins(ports, logs, time_scale):
+def start_standins(ports, logs, time_scale, distinct_kv=False):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_STANDIN_")}
     env.update(PYTHONPATH=str(REPO / "standin"), SGLANG_STANDIN_STARTUP_DELAY="0.2",
                SGLANG_STANDIN_TIME_SCALE=str(time_scale))
     procs = []
-    for port in ports:
+    for index, port in enumerate(ports):
+        if distinct_kv:  # a mixed fleet: each host's KV pool (so its capacity) differs
+            env["SGLANG_STANDIN_KV_TOKENS"] = str(495488 - 4096 * index)
         with open(logs / f"standin-{port}.log", "wb") as out:
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "sglang_standin.launch_server", "--host", "127.0.0.1", "--port", str(port),
@@ -155,6 +157,8 @@ def main():
     parser.add_argument("--concurrencies", type=int, nargs="+", default=[4, 8])
     parser.add_argument("--time-scale", type=float,
                         default=float(os.environ.get("SGLANG_STANDIN_TIME_SCALE", "0.02")))
+    parser.add_argument("--distinct-kv", action="store_true",
+                        help="give each stand-in a KV pool of its own size, as a mixed fleet has")
     parser.add_argument("--keep", type=Path, help="keep the runs' files (inventories, results, logs) here")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sglpb-fleet-")) if args.keep is None else args.keep
@@ -163,7 +167,7 @@ def main():
     client.write_text(CLIENT.format(python=sys.executable, flags=FLAGS))
     client.chmod(0o755)
     ports = free_ports(max(args.hosts))
-    procs = start_standins(ports, work, args.time_scale)
+    procs = start_standins(ports, work, args.time_scale, args.distinct_kv)
     try:
         times = {}
         for count in args.hosts:

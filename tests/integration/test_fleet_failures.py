@@ -36,24 +36,26 @@ def free_port():
 
 @pytest.fixture(scope="module")
 def standins(tmp_path_factory):
-    """Two stand-in servers (ports); a third port where nothing listens."""
+    """Ports: two stand-in servers, one where nothing listens, a stand-in whose KV cache holds 6
+    requests of 32 + 32 tokens."""
     logs = tmp_path_factory.mktemp("standins")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_STANDIN_")}
     env.update(PYTHONPATH=str(REPO / "standin"), SGLANG_STANDIN_STARTUP_DELAY="0.2", SGLANG_STANDIN_TIME_SCALE="0.01")
-    ports, procs = [free_port(), free_port()], []
-    for port in ports:
+    ports, procs = [free_port(), free_port(), free_port(), free_port()], []
+    for port, kv in ((ports[0], None), (ports[1], None), (ports[3], "384")):
         with open(logs / f"{port}.log", "wb") as out:
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "sglang_standin.launch_server", "--host", "127.0.0.1", "--port", str(port),
-                 "--model-path", "org/model", "--tp-size", "8"], stdout=out, stderr=subprocess.STDOUT, env=env))
-    for port in ports:
+                 "--model-path", "org/model", "--tp-size", "8"], stdout=out, stderr=subprocess.STDOUT,
+                env={**env, **({"SGLANG_STANDIN_KV_TOKENS": kv} if kv else {})}))
+    for port in (ports[0], ports[1], ports[3]):
         for _ in range(150):
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)  # noqa: S310 (a local URL)
                 break
             except OSError:
                 time.sleep(0.2)
-    yield ports + [free_port()]
+    yield ports
     for proc in procs:
         proc.terminate()
         proc.wait(10)
@@ -78,11 +80,33 @@ def fleet(tmp_path, ports):
         "midway": {**common, **args(ports[1]), "sglang_benchmark_client_python": str(failing),
                    "sglang_benchmark_stop_on_failure": True},
         "down": {**common, **args(ports[2]), "sglang_server_health_timeout": 3},
+        "small": {**common, **args(ports[3])},
     }
 
 
+def test_hosts_whose_plans_differ_still_sweep_at_once(tmp_path, standins):
+    """good plans 4, 8; small (capacity 6) plans 4, 6, 8: each point starts on both hosts before
+    either finishes it (the linear strategy would otherwise run one host's points, then the other's)."""
+    hosts = fleet(tmp_path, standins)
+    run = run_playbook(tmp_path, "benchmark.yml", None, hosts={"good": hosts["good"], "small": hosts["small"]},
+                       extra={"bench_run_id": "mixed"})
+    assert run.rc == 0, run.explain()
+    records = [json.loads(line) for line in (tmp_path / "results" / "mixed" / "records.jsonl").read_text().splitlines()]
+    assert sorted((r["host"], r["max_concurrency"], r["status"]) for r in records) == [
+        ("good", 4, "ok"), ("good", 8, "ok"), ("small", 4, "ok"), ("small", 6, "ok"), ("small", 8, "ok")]
+    client = [(e["created"], e["event"], e["event_data"]["host"]) for e in run.events
+              if e["event_data"].get("task") == "Run the client" and e["event"] in ("runner_on_start", "runner_on_ok")]
+    client.sort()
+    # the first two points of both hosts overlap: both started before either ended
+    for point in range(2):
+        window = client[4 * point:4 * point + 4]
+        assert [event for _, event, _ in window] == ["runner_on_start", "runner_on_start", "runner_on_ok", "runner_on_ok"], client
+        assert {host for _, _, host in window} == {"good", "small"}, client
+
+
 def test_a_failed_host_does_not_stop_the_others_and_the_report_says_why(tmp_path, standins):
-    run = run_playbook(tmp_path, "benchmark.yml", None, hosts=fleet(tmp_path, standins),
+    hosts = fleet(tmp_path, standins)
+    run = run_playbook(tmp_path, "benchmark.yml", None, hosts={h: hosts[h] for h in ("good", "midway", "down")},
                        extra={"bench_run_id": "fleet"})
     assert run.rc != 0, run.explain()
     assert {f.host for f in run.failures} == {"midway", "down"}, run.explain()
