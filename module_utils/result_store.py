@@ -29,6 +29,7 @@ plan resumes: done_points() says which points to skip.
 from __future__ import annotations
 
 import datetime
+import fcntl
 import hashlib
 import json
 import os
@@ -149,23 +150,24 @@ class RunStore:
     def _append_lines(self, path: str, lines: Iterable[str]) -> str | None:
         """Append whole lines, flushed and fsynced. A torn tail (a writer killed mid-line, a
         full disk) is first set aside in PATH.torn-N, so the new lines never glue onto it.
-        Returns the file the torn tail went to, or None."""
+        Returns the file the torn tail went to, or None. Under an exclusive lock on the file:
+        the hosts of a play append at once, and one host's line being written is no torn tail."""
         moved = None
         try:
-            if os.path.exists(path) and os.path.getsize(path):
-                with open(path, "rb+") as handle:
-                    data = handle.read()
-                    if not data.endswith(b"\n"):
-                        keep = data.rfind(b"\n") + 1
-                        number = 1
-                        while os.path.exists(f"{path}.torn-{number}"):
-                            number += 1
-                        moved = f"{path}.torn-{number}"
-                        with open(moved, "wb") as torn:
-                            torn.write(data[keep:])
-                        handle.truncate(keep)
-            with open(path, "a", encoding="utf-8") as handle:
-                handle.write("".join(line + "\n" for line in lines))
+            with open(path, "ab+") as handle:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+                handle.seek(0)
+                data = handle.read()
+                if data and not data.endswith(b"\n"):
+                    keep = data.rfind(b"\n") + 1
+                    number = 1
+                    while os.path.exists(f"{path}.torn-{number}"):
+                        number += 1
+                    moved = f"{path}.torn-{number}"
+                    with open(moved, "wb") as torn:
+                        torn.write(data[keep:])
+                    handle.truncate(keep)
+                handle.write("".join(line + "\n" for line in lines).encode("utf-8"))
                 handle.flush()
                 os.fsync(handle.fileno())
         except OSError as exc:
