@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.input_problems import finish
 from ansible.module_utils.router_inputs import check_router_inputs
 
 DOCUMENTATION = r"""
@@ -60,11 +61,7 @@ problems:
 def main():
     module = AnsibleModule(argument_spec={"settings": {"type": "dict", "required": True}},
                            supports_check_mode=True)
-    problems = check_router_inputs(module.params["settings"])
-    if problems:
-        module.fail_json(msg="Bad router settings: " + "; ".join(problems) + ". Nothing was changed.",
-                         problems=problems)
-    module.exit_json(changed=False, problems=[])
+    finish(module, "router", check_router_inputs(module.params["settings"]))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.input_problems import finish
 from ansible.module_utils.server_inputs import check_server_inputs
 
 DOCUMENTATION = r"""
@@ -134,10 +135,7 @@ def main():
         p["auto_request_tokens"], profile=p["profile"], download_env_names=p["download_env_names"],
         api_key_set=p["api_key_set"], allow_unauthenticated=p["allow_unauthenticated"], hf_home=p["hf_home"],
         hf_token_set=p["hf_token_set"])
-    if problems:
-        module.fail_json(msg="Bad server settings: " + "; ".join(problems) + ". Nothing was changed.",
-                         problems=problems)
-    module.exit_json(changed=False, problems=[])
+    finish(module, "server", problems)
 
 
 if __name__ == "__main__":
