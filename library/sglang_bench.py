@@ -13,6 +13,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from urllib.parse import urlencode
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.bench_client import (
@@ -30,8 +31,8 @@ from ansible.module_utils.bench_results import (
     parse_stdout,
     point_record,
 )
-from ansible.module_utils.sglang_api import server_info
 from ansible.module_utils.sweep import standin_pace
+from ansible.module_utils.urls import open_url
 
 DOCUMENTATION = r"""
 ---
@@ -180,8 +181,9 @@ RETURN = r"""
 record:
   description: >-
     The schema_version 1 record of the point. Against the stand-in (labels.standin) it holds
-    C(standin_pace), the share of its modelled pace the stand-in kept during the point (from its
-    /server_info before and after); below 0.9 the point measured a CPU too busy for the stand-in.
+    C(standin_pace), the measured output tok/s over what the stand-in's model predicts for the
+    point (its /standin/model); below 0.9 the point measured a CPU too busy for the stand-in or
+    the client, not the profile.
   type: dict
   returned: action=run
 raw:
@@ -454,14 +456,18 @@ def parse_result(stdout, jsonl_text):
     raise BenchParseError("; ".join(errors))
 
 
-def _standin_pace_reading(params):
-    """A stand-in's cumulative pace counters (its /server_info standin_pace), or None for a
-    real server or when it does not answer: the record then has no standin_pace."""
+def _standin_prediction(params, record):
+    """The output tok/s the stand-in's model predicts for this point (its /standin/model), or
+    None for a real server or when it does not answer: the record then has no standin_pace."""
     if not (params.get("labels") or {}).get("standin"):
         return None
+    query = urlencode({"max_concurrency": params["max_concurrency"], "num_prompts": record.get("num_prompts"),
+                       "input_len": params["input_len"], "output_len": params["output_len"]})
+    headers = {"Authorization": f"Bearer {params['api_key']}"} if params.get("api_key") else {}
     try:
-        return server_info(params["url"], params.get("api_key"))[1].get("standin_pace")
-    except (RuntimeError, AttributeError):
+        response = open_url(f"{params['url'].rstrip('/')}/standin/model?{query}", headers=headers, timeout=120)
+        return json.loads(response.read()).get("output_throughput")
+    except Exception:  # an older stand-in, or it stopped: no pace, the point stands as measured
         return None
 
 
@@ -475,11 +481,9 @@ def run_point(params, runner=subprocess.run, now=time.time):
     stdout = stderr = jsonl_text = ""
     started = now()
     error = None
-    pace_before = None
     try:
         module_name = resolve_module(params, runner)[0]
         argv = build_argv(params["python"], module_name, client_options(params), output_file)
-        pace_before = _standin_pace_reading(params)
         started = now()
         if runner is subprocess.run:
             proc = run_tracked(argv, pid_path(params["url"]), env=env, timeout=params.get("timeout") or 3600,
@@ -499,7 +503,6 @@ def run_point(params, runner=subprocess.run, now=time.time):
     except ClientError as exc:
         error = str(exc)
     finished = now()
-    pace = standin_pace(pace_before, _standin_pace_reading(params)) if error is None else None
     if os.path.exists(output_file):
         with open(output_file, encoding="utf-8", errors="replace") as handle:
             jsonl_text = handle.read()
@@ -521,6 +524,7 @@ def run_point(params, runner=subprocess.run, now=time.time):
         for key, value in asked.items():
             if record.get(key) is None:
                 record[key] = value
+        pace = standin_pace(record.get("output_throughput"), _standin_prediction(params, record))
         if pace is not None:
             record["standin_pace"] = pace
         completed = record.get("completed") or 0

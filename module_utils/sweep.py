@@ -5,7 +5,7 @@
 - the plan (plan_points: which concurrencies run, which are over capacity);
 - the median over repeats (median) and the plateau stop (plateau, sweep_state);
 - the peak of a profile and the best profile of a run (pick_best);
-- whether a stand-in kept its modelled pace during a point (standin_pace, kept_pace).
+- whether a stand-in's point kept its model's pace (standin_pace, kept_pace).
 
 capacity = floor(max_total_num_tokens / (input_len + output_len)): the number
 of requests whose whole context fits in the KV cache at once (495,488 tokens
@@ -22,8 +22,8 @@ from typing import Any
 
 DEFAULT_PROMPTS_FACTOR = 5  # SGLang's guidance: num_prompts >= 5 x concurrency
 DEFAULT_PLATEAU = 0.03  # a step that gains less than 3% in total tok/s is a plateau
-# A stand-in that ran its steps at less than this share of its modelled pace was short of CPU:
-# its point measures the machine it ran on, not the profile.
+# A stand-in's point that delivered less than this share of what its performance model predicts
+# was short of CPU (the client's or the stand-in's): it measures the machine, not the profile.
 STANDIN_PACE_MIN = 0.9
 
 
@@ -204,16 +204,15 @@ def plateau(prev_tput: float | None, cur_tput: float | None, threshold: float = 
     return (cur_tput - prev_tput) / prev_tput < threshold
 
 
-def standin_pace(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> float | None:
-    """The share of its modelled pace a stand-in kept between two /server_info readings
-    (their standin_pace: {model_s, wall_s}, cumulative); None when either is missing or the
-    engine did not run in between."""
+def standin_pace(measured: Any, expected: Any) -> float | None:
+    """The share of its performance model's prediction that a stand-in's point delivered:
+    the output tok/s the client measured over the output tok/s the stand-in's model predicts
+    for that point at its time scale (its /standin/model); None when either is unknown."""
     try:
-        model = float(after["model_s"]) - float(before["model_s"])  # type: ignore[index]
-        wall = float(after["wall_s"]) - float(before["wall_s"])  # type: ignore[index]
-    except (KeyError, TypeError, ValueError):
+        measured, expected = float(measured), float(expected)
+    except (TypeError, ValueError):
         return None
-    return round(model / wall, 3) if wall > 0 and model > 0 else None
+    return round(measured / expected, 3) if expected > 0 else None
 
 
 def kept_pace(record: Mapping[str, Any]) -> bool:

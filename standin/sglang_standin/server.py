@@ -12,7 +12,7 @@ import uuid
 from . import SGLANG_VERSION, __version__, config, dist, faults, landscape, logs, tokenizer
 from .httpserver import HTTPServer, Request, Response, json_response, parse_bearer
 from .model import Request as EngineRequest
-from .model import Scheduler
+from .model import Scheduler, simulate_benchmark
 
 HEALTH_PATHS = ("/health", "/ready", "/metrics")  # SGLang exempts these prefixes from the API key
 GPU_MEMORY_GB = 94.97
@@ -39,11 +39,6 @@ class Engine:
         self._log_model_s = 0.0
         self.prompt_tokens_total = 0
         self.requests_total = 0
-        # The pace kept: modelled seconds (x time scale) of the steps run, and the wall seconds
-        # they took. A CPU too busy to keep the model's pace makes wall_s outgrow model_s, and
-        # a benchmark of such a stand-in measures the machine, not the profile.
-        self.pace_model_s = 0.0
-        self.pace_wall_s = 0.0
 
     def submit(self, req: EngineRequest) -> None:
         self.scheduler.add(req)
@@ -55,7 +50,6 @@ class Engine:
         loop = asyncio.get_running_loop()
         deadline = loop.time()
         while True:
-            started = loop.time()
             await self._receive_requests()
             step = self.scheduler.plan() if self.scheduler.has_work() else None
             if step is None:
@@ -70,8 +64,6 @@ class Engine:
             await asyncio.sleep(max(0.0, deadline - loop.time()))
             progressed = self.scheduler.complete(step)
             self._after_step(step, progressed)
-            self.pace_model_s += step.duration_s * self.time_scale
-            self.pace_wall_s += loop.time() - started
 
     async def _receive_requests(self) -> None:
         """SGLang's scheduler takes every request the tokenizer has handed over before it plans
@@ -315,10 +307,6 @@ class StandinServer:
             "frontend": "python",
             "standin": True,
             "standin_version": __version__,
-            "standin_pace": {
-                "model_s": round(self.engine.pace_model_s, 6) if self.engine else 0.0,
-                "wall_s": round(self.engine.pace_wall_s, 6) if self.engine else 0.0,
-            },
             "standin_settings": {
                 "time_scale": self.args.standin_time_scale,
                 "kv_tokens_at_0.92": self.args.standin_kv_tokens,
@@ -329,6 +317,29 @@ class StandinServer:
             },
         })
         return json_response(info)
+
+    async def standin_model(self, request: Request) -> Response:
+        """What this stand-in's performance model predicts for a benchmark point (the query's
+        max_concurrency, num_prompts, input_len, output_len), run on a simulated clock with this
+        server's own settings: the output tok/s a client should measure at this time scale. A
+        benchmark that measured less was short of CPU (the client's or the stand-in's), and
+        its numbers say nothing about the profile."""
+        try:
+            point = {k: int(request.query[k][0]) for k in ("max_concurrency", "num_prompts", "input_len", "output_len")}
+        except (KeyError, ValueError):
+            return json_response({"error": "give max_concurrency, num_prompts, input_len and output_len "
+                                           "as whole numbers"}, 400)
+        if self.engine is None or min(point.values()) < 1:
+            return json_response({"error": "not ready, or a number below 1"}, 400)
+        args = self.args
+        scheduler = Scheduler(self.total_tokens, self.max_running, args.num_continuous_decode_steps, self.model,
+                              args.max_prefill_tokens, args.chunked_prefill_size)
+        result = await asyncio.get_running_loop().run_in_executor(None, lambda: simulate_benchmark(
+            scheduler, point["max_concurrency"], point["num_prompts"], point["input_len"], point["output_len"]))
+        scale = args.standin_time_scale or 1.0
+        return json_response(dict(point, time_scale=args.standin_time_scale,
+                                  modelled_output_throughput=round(result.output_throughput, 3),
+                                  output_throughput=round(result.output_throughput / scale, 3)))
 
     async def flush_cache(self, request: Request) -> Response:
         busy = self.engine is not None and self.engine.scheduler.has_work()
@@ -539,6 +550,7 @@ ROUTES = {
     "/generate": (POST, "generate"),
     "/v1/completions": (("POST",), "completions"),
     "/metrics": (GET, "metrics"),
+    "/standin/model": (GET, "standin_model"),  # the stand-in's own: not an SGLang endpoint
 }
 
 

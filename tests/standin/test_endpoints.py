@@ -149,3 +149,17 @@ def test_any_text_prompt_is_counted_by_words(server):
     data = server.json("POST", "/generate", {"text": "[UNK] Hello, wörld 42 ba",
                                              "sampling_params": {"max_new_tokens": 2}})
     assert data["meta_info"]["prompt_tokens"] == 5
+
+
+def test_the_model_endpoint_predicts_a_point_with_the_servers_own_settings(server):
+    from sglang_standin.model import Scheduler, simulate_benchmark
+
+    got = server.json("GET", "/standin/model?max_concurrency=64&num_prompts=320&input_len=128&output_len=128")
+    info = server.json("GET", "/server_info")
+    expected = simulate_benchmark(Scheduler(info["max_total_num_tokens"], info["max_running_requests"],
+                                            info["num_continuous_decode_steps"]), 64, 320, 128, 128)
+    assert got["modelled_output_throughput"] == round(expected.output_throughput, 3)
+    # what a client should measure at the stand-in's time scale (0.002 here)
+    assert got["time_scale"] == 0.002
+    assert abs(got["output_throughput"] - expected.output_throughput / 0.002) < 1
+    assert server.request("GET", "/standin/model?max_concurrency=x")[0] == 400

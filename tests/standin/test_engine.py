@@ -4,7 +4,6 @@ event-loop rounds joins one scheduler step, as a burst from SGLang's tokenizer d
 from __future__ import annotations
 
 import asyncio
-import time
 from types import SimpleNamespace
 
 from sglang_standin.model import Request, Scheduler
@@ -51,39 +50,3 @@ def test_receiving_ends_when_nothing_arrives():
     assert asyncio.run(scenario()) < 0.5
     assert not eng.scheduler.has_work()
 
-
-def run_engine(eng: Engine, requests: int, hog_s: float = 0.0) -> None:
-    """Serve `requests` requests; with hog_s, a task blocks the event loop that long every 10 ms
-    (a CPU too busy for the stand-in)."""
-
-    async def scenario() -> None:
-        loop = asyncio.get_running_loop()
-        runner = loop.create_task(eng.run())
-        for i in range(requests):
-            eng.submit(Request(f"r{i}", 128, 32))
-        while eng.scheduler.has_work():
-            if hog_s:
-                time.sleep(hog_s)  # noqa: ASYNC251 (the point: the loop cannot run)
-            await asyncio.sleep(0.01)
-        runner.cancel()
-
-    asyncio.run(scenario())
-
-
-def paced_engine() -> Engine:
-    args = SimpleNamespace(standin_time_scale=0.05, standin_decode_log_interval=40, stream_interval=1,
-                           disable_cuda_graph=True)
-    return Engine(args, Scheduler(495488, 2048, 8))
-
-
-def test_pace_is_kept_on_a_free_cpu():
-    eng = paced_engine()
-    run_engine(eng, 64)
-    assert eng.pace_model_s > 0.2
-    assert 0.85 <= eng.pace_model_s / eng.pace_wall_s <= 1.05
-
-
-def test_pace_falls_when_the_cpu_is_taken():
-    eng = paced_engine()
-    run_engine(eng, 64, hog_s=0.15)
-    assert eng.pace_model_s / eng.pace_wall_s < 0.7

@@ -130,17 +130,16 @@ def test_run_point_parses_jsonl_with_infinity_and_labels():
     assert finished >= started
 
 
-def test_a_stand_in_point_records_the_pace_the_stand_in_kept(monkeypatch):
-    # /server_info before and after the point: 9 modelled seconds in 12 wall seconds
-    readings = iter([{"standin_pace": {"model_s": 1.0, "wall_s": 1.0}},
-                     {"standin_pace": {"model_s": 10.0, "wall_s": 13.0}}])
-    monkeypatch.setattr(sglang_bench, "server_info", lambda url, key: ("/server_info", next(readings)))
+def test_a_stand_in_point_records_its_share_of_the_models_prediction(monkeypatch):
+    asked = []
+    monkeypatch.setattr(sglang_bench, "_standin_prediction",
+                        lambda params, record: asked.append(record["num_prompts"]) or 2 * record["output_throughput"])
     record, *_ = sglang_bench.run_point(dict(PARAMS, num_prompts=20), runner=fake_runner(stdout=STDOUT, jsonl=JSONL))
-    assert record["standin_pace"] == 0.75
+    assert record["standin_pace"] == 0.5 and asked == [20]
 
 
 def test_a_real_servers_point_has_no_pace(monkeypatch):
-    monkeypatch.setattr(sglang_bench, "server_info", lambda url, key: pytest.fail("a real server is not asked"))
+    monkeypatch.setattr(sglang_bench, "open_url", lambda *a, **k: pytest.fail("a real server is not asked"))
     labels = dict(PARAMS["labels"], standin=False)
     record, *_ = sglang_bench.run_point(dict(PARAMS, num_prompts=20, labels=labels),
                                         runner=fake_runner(stdout=STDOUT, jsonl=JSONL))

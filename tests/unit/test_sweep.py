@@ -205,10 +205,10 @@ def test_best_profile_is_the_highest_peak_and_the_common_top_is_compared():
     assert sweep.pick_best([])["best"] is None
 
 
-def test_standin_pace_is_the_share_of_modelled_seconds_between_two_readings():
-    assert sweep.standin_pace({"model_s": 10.0, "wall_s": 11.0}, {"model_s": 19.0, "wall_s": 21.0}) == 0.9
-    assert sweep.standin_pace(None, {"model_s": 1.0, "wall_s": 1.0}) is None  # a real server
-    assert sweep.standin_pace({"model_s": 1.0, "wall_s": 1.0}, {"model_s": 1.0, "wall_s": 1.0}) is None
+def test_standin_pace_is_the_measured_share_of_the_models_prediction():
+    assert sweep.standin_pace(7200.0, 8000.0) == 0.9
+    assert sweep.standin_pace(7200.0, None) is None  # a real server: no prediction
+    assert sweep.standin_pace(None, 8000.0) is None and sweep.standin_pace(1.0, 0) is None
 
 
 def test_a_point_below_the_pace_floor_did_not_keep_pace():
