@@ -28,7 +28,7 @@ from .httpserver import Request, Response, json_response
 DEFAULT_TIMEOUT = 1800.0  # torch.distributed's default process-group timeout
 RETRY_S = 0.5
 DUMMY_PATHS = ("/health", "/health_generate", "/ping")
-_tasks: set = set()  # the peer watchers (kept referenced)
+_tasks: set = set()  # the store and the peer watchers (kept referenced)
 
 
 def check_args(args) -> None:
@@ -133,7 +133,7 @@ async def _rank0(args, timeout: float) -> None:
         clients = per_node * (len(joined) + 1)
         _fail(f"torch.distributed.DistStoreError: Timed out after {int(timeout) + 1} seconds "
               f"waiting for clients. {clients}/{per_node * args.nnodes} clients joined.")
-    server.close()
+    _tasks.add(server)  # the store keeps listening while the server runs, as torch's does
 
 
 async def _rank_n(args, timeout: float) -> None:

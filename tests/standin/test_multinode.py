@@ -52,6 +52,9 @@ def test_rank0_is_ready_only_after_the_late_rank_joined_and_rank1_serves_only_he
         assert log.index("Node rank 1 joined") < log.index("Init torch distributed ends") < log.index("ready to roll")
         assert rank0.request("GET", "/health")[0] == 200
         assert rank0.json("GET", "/server_info")["tp_size"] == 4
+        # The store keeps listening (a port check reaches it) and the server stays up.
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass
         assert wait_for(lambda: answers(rank1))
         for path in ("/health", "/health_generate", "/ping", "/metrics"):
             assert rank1.request("GET", path)[0] == 200, path
