@@ -72,9 +72,8 @@ def test_router_prometheus_metrics(host):
 def test_both_workers_served_the_benchmark(worker):
     # 5 x 128 requests went through the router; each worker served a fair share of them
     # (worker 2 restarted before the benchmark: its counter holds the benchmark's requests only).
-    w = testinfra.get_host(f"podman://{worker}")
-    metrics = w.check_output("curl -fsS http://127.0.0.1:30000/metrics")
-    served = float(re.search(r"^sglang:num_requests_total\{[^}]*\} (\S+)$", metrics, re.M).group(1))
+    # side_effect read the counters right after it (the workers were redeployed since).
+    served = json.loads((RESULTS / "router-served.json").read_text())[worker]
     assert served >= 100, (worker, served)
 
 
@@ -83,3 +82,60 @@ def test_benchmark_record_and_report_say_router():
     assert [(r["status"], r["max_concurrency"], r["completed"]) for r in recs] == [("ok", 128, 640)]
     report = (RESULTS / "molecule-fleet-router/report.md").read_text()
     assert "through SGLang's router (smg)" in report.splitlines()[0] and "2 workers" in report.splitlines()[0]
+
+
+# -- the two workers as one server: tp 16 over 2 nodes x 8 GPUs (side_effect) -------------------
+
+def node(name):
+    return testinfra.get_host(f"podman://{name}")
+
+
+def script_args(host):
+    """The flags and exports of the node's launch script, as {flag: value}."""
+    text = host.file("/opt/sglang/run_tp16.sh").content_string
+    flags = dict(re.findall(r"^  --([\w-]+) ?(\S*?)(?: \\)?$", text, re.M))
+    exports = dict(re.findall(r"^export (\w+)=(\S+)$", text, re.M))
+    return flags, exports
+
+
+def test_each_node_runs_the_same_command_but_its_rank():
+    rank0, rank1 = script_args(node("sglpb-fleet-1")), script_args(node("sglpb-fleet-2"))
+    address = node("sglpb-fleet-1").check_output("hostname -I").split()[0]
+    for rank, (flags, exports) in enumerate((rank0, rank1)):
+        # the interface of the node's default route (/proc/net/route: destination 0)
+        ifname = node(f"sglpb-fleet-{rank + 1}").check_output("awk '$2 == \"00000000\" {print $1; exit}' /proc/net/route")
+        assert (flags["nnodes"], flags["node-rank"], flags["tp-size"]) == ("2", str(rank), "16")
+        assert flags["dist-init-addr"] == f"{address}:50000"
+        assert exports["NCCL_SOCKET_IFNAME"] == exports["GLOO_SOCKET_IFNAME"] == ifname != ""
+    strip = ("node-rank",)
+    assert {k: v for k, v in rank0[0].items() if k not in strip} == {k: v for k, v in rank1[0].items() if k not in strip}
+
+
+def test_rank0_serves_the_api_of_the_whole_server():
+    info = json.loads(node("sglpb-fleet-1").check_output(
+        "curl -fsS -H 'Authorization: Bearer %s' http://127.0.0.1:30000/server_info", API_KEY))
+    assert (info["tp_size"], info["nnodes"], info["node_rank"]) == (16, 2, 0)
+
+
+def test_rank1_serves_only_the_dummy_health_endpoints():
+    rank1 = node("sglpb-fleet-2")
+    code = "curl -s -o /dev/null -w '%%{http_code}' -H 'Authorization: Bearer %s' http://127.0.0.1:30000%s"
+    for path in ("/health", "/health_generate"):
+        assert rank1.check_output(code, API_KEY, path) == "200", path
+    for path in ("/server_info", "/v1/models"):
+        assert rank1.check_output(code, API_KEY, path) == "404", path
+    assert "Starting dummy health check server" in rank1.check_output("journalctl -u sglang -o cat -n 200")
+
+
+def test_rank0_waited_for_the_late_rank1_before_it_was_ready():
+    log = node("sglpb-fleet-1").file("/var/tmp/fleet-rank0-late.log").content_string
+    waiting, joined = log.index("Waiting for 1 other node(s) at "), log.index("Node rank 1 joined")
+    assert waiting < joined < log.index("Init torch distributed ends") < log.index("The server is fired up and ready to roll!")
+    assert "DistStoreError" not in log
+
+
+def test_the_benchmark_of_the_two_node_server_ran_against_rank0_only():
+    recs = [json.loads(line) for line in (RESULTS / "molecule-fleet-tp16/records.jsonl").read_text().splitlines() if line.strip()]
+    assert [(r["status"], r["max_concurrency"]) for r in recs] == [("ok", 16)]
+    assert {r.get("host") for r in recs} == {"sglpb-fleet-1"}
+    assert all(r["completed"] > 0 for r in recs)
