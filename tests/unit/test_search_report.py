@@ -303,3 +303,19 @@ def test_the_report_of_a_search_has_its_section_plot_and_best_profile(tmp_path):
     if result["paths"]["plots"]:
         assert (tmp_path / "search" / "search-pareto.png").exists()
         assert "![search-pareto.png](search-pareto.png)" in text
+
+
+def test_the_launch_script_goes_into_the_run_through_the_store(tmp_path):
+    params = {"results_dir": str(tmp_path), "run_id": "r1", "files": {"run_tp8.sh": "#!/usr/bin/env bash\nexec x\n"}}
+    assert bench_store.action_files(params)["written"] == ["run_tp8.sh"]
+    assert (tmp_path / "r1" / "run_tp8.sh").read_text() == "#!/usr/bin/env bash\nexec x\n"
+    assert bench_store.action_files(params)["changed"] is False  # (the same content: not rewritten)
+    with pytest.raises(Exception, match="not a report file name"):
+        bench_store.action_files(dict(params, files={"records.jsonl": ""}))
+
+
+def test_a_failed_start_without_its_args_is_refused(tmp_path):
+    search = search_report.build_search(None, BASE, [256], 128, 128)
+    with pytest.raises(ValueError, match="failed_start.server_args"):
+        bench_store.action_startup_failed({"results_dir": str(tmp_path), "run_id": "r1", "host": "gpu-1",
+                                           "search": search, "failed_start": {"failure_kind": "oom"}})
