@@ -6,18 +6,21 @@ hosts of sglang_servers, each a local connection whose server is its own stand-i
 its sglang_server_args), so every host runs the whole benchmark role - health, server info,
 the client's --help check, the plan, the points, the log excerpt, the records brought home, the
 report - through Ansible's forks exactly as remote hosts do; only the transport is local. The
-same small sweep for both groups (default concurrencies 4 8, 5 x C prompts of 32 + 32 tokens);
+same small sweep for both groups (default concurrencies 4 8 16, 5 x C prompts of 32 + 32 tokens);
 each host's client sends real /generate requests to its own stand-in (a small client here,
 standing in for SGLang's bench_serving: the same flags, the same JSONL line), so the points take
 stand-in time, not a fixed sleep. GPU telemetry is off (the hosts share this machine's
 /run/sglang-playbooks).
 
 Light on purpose, so that the 2 cores are not the limit: SGLANG_STANDIN_TIME_SCALE (default
-0.02) and small concurrencies keep each stand-in and client mostly asleep; the load average
+0.05, the stand-in's own) and small concurrencies keep each stand-in and client mostly asleep; the load average
 before and after each run is printed beside the times (other work on the machine shows there).
 
-    .venv/bin/python scripts/measure_fleet.py [--hosts 1 4] [--concurrencies 4 8] [--keep DIR]
-Wall times include ansible-runner's start-up, the same for both runs.
+    .venv/bin/python scripts/measure_fleet.py [--hosts 1 4] [--concurrencies 4 8 16] [--repeats N] [--distinct-kv] [--keep DIR]
+Wall times include ansible-runner's start-up, the same for both runs. The CPU seconds of each run
+(everything it started: ansible-playbook, its forks, the modules, the clients; not the stand-ins)
+say how much of the wall time this machine's cores bound: with local connections every host's
+modules run here, where a real fleet runs them on the hosts.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -128,6 +133,7 @@ def load():
 
 def measure(count, ports, work, client, concurrencies):
     """benchmark.yml over `count` local hosts; returns (wall seconds, PlaybookRun, results dir)."""
+    work.mkdir(parents=True, exist_ok=True)
     results = work / f"results-{count}"
     hosts = {f"fleet-{i + 1}": {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
@@ -154,9 +160,10 @@ def measure(count, ports, work, client, concurrencies):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, nargs=2, default=[1, 4], metavar=("ONE", "MANY"))
-    parser.add_argument("--concurrencies", type=int, nargs="+", default=[4, 8])
+    parser.add_argument("--concurrencies", type=int, nargs="+", default=[4, 8, 16])
     parser.add_argument("--time-scale", type=float,
-                        default=float(os.environ.get("SGLANG_STANDIN_TIME_SCALE", "0.02")))
+                        default=float(os.environ.get("SGLANG_STANDIN_TIME_SCALE", "0.05")))
+    parser.add_argument("--repeats", type=int, default=1, help="pairs of runs (1 host, then 4), one after the other")
     parser.add_argument("--distinct-kv", action="store_true",
                         help="give each stand-in a KV pool of its own size, as a mixed fleet has")
     parser.add_argument("--keep", type=Path, help="keep the runs' files (inventories, results, logs) here")
@@ -169,19 +176,27 @@ def main():
     ports = free_ports(max(args.hosts))
     procs = start_standins(ports, work, args.time_scale, args.distinct_kv)
     try:
-        times = {}
-        for count in args.hosts:
-            before = load()
-            seconds, run, results = measure(count, ports, work, client, args.concurrencies)
-            records = [json.loads(line) for line in (results / "records.jsonl").read_text().splitlines()]
-            client_s = [r["duration_s"] for r in records if r.get("duration_s")]
-            times[count] = seconds
-            print(f"{count} host(s): {seconds:.1f} s wall; {len(records)} records "
-                  f"({sorted({r['host'] for r in records})}), client time per host "
-                  f"{sum(client_s) / count:.1f} s; load average before {before}, after {load()}", flush=True)
         one, many = args.hosts
-        print(f"ratio {many} hosts / {one}: {times[many] / times[one]:.2f} (concurrencies {args.concurrencies}, "
-              f"SGLANG_STANDIN_TIME_SCALE {args.time_scale}, forks from ansible.cfg); files in {work}")
+        ratios = []
+        for repeat in range(args.repeats):
+            times = {}
+            for count in args.hosts:
+                before, cpu = load(), resource.getrusage(resource.RUSAGE_CHILDREN)
+                seconds, run, results = measure(count, ports, work / f"r{repeat}", client, args.concurrencies)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu_s = after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime
+                records = [json.loads(line) for line in (results / "records.jsonl").read_text().splitlines()]
+                client_s = [r["duration_s"] for r in records if r.get("duration_s")]
+                times[count] = seconds
+                print(f"{count} host(s): {seconds:.1f} s wall, {cpu_s:.1f} CPU s (Ansible, its modules and "
+                      f"the clients; {os.cpu_count()} cores); {len(records)} records "
+                      f"({sorted({r['host'] for r in records})}), client time per host "
+                      f"{sum(client_s) / count:.1f} s; load average before {before}, after {load()}", flush=True)
+            ratios.append(times[many] / times[one])
+            print(f"ratio {many} hosts / {one}: {ratios[-1]:.2f}", flush=True)
+        print(f"median ratio over {len(ratios)} pair(s): {statistics.median(ratios):.2f} (concurrencies "
+              f"{args.concurrencies}, SGLANG_STANDIN_TIME_SCALE {args.time_scale}, forks from ansible.cfg); "
+              f"files in {work}")
     finally:
         for proc in procs:
             proc.terminate()
