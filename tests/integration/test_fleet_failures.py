@@ -118,7 +118,7 @@ def test_a_failed_host_does_not_stop_the_others_and_the_report_says_why(tmp_path
     assert sorted((r["host"], r["max_concurrency"], r["status"]) for r in records) == [
         ("good", 4, "ok"), ("good", 8, "ok"), ("midway", 4, "ok"), ("midway", 8, "failed")]
     report = (store / "report.md").read_text()
-    assert f"- Host **down**: **missing**, no results (unreachable, or failed before the sweep: {down.msg.split()[0]}" \
+    assert f"- Host **down**: no results (unreachable, or failed before the sweep: {down.msg.split()[0]}" \
         in " ".join(report.split()), report
     assert ("**missing** from there on (failed during the sweep, after 1 measured point: the point at "
             "concurrency 8 failed: ") in report, report

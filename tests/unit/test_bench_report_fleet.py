@@ -66,7 +66,7 @@ def test_a_host_that_failed_is_missing_with_its_reason_and_the_total_is_incomple
     report = Path(result["paths"]["report_md"]).read_text()
     assert ("- Host **b**: SGLang 0.5.9; 8 × RTX PRO 6000; driver 570.133.20, CUDA 12.8; **missing** from there on "
             "(failed during the sweep, after 1 measured point: the client exited with 137 (killed))") in report
-    assert ("- Host **c**: **missing**, no results (unreachable, or failed before the sweep: "
+    assert ("- Host **c**: no results (unreachable, or failed before the sweep: "
             "Timed out after 60 s waiting for /health)") in report
     assert "| 8 | 180 tot / 90 out (incomplete) | 1 of 3, **incomplete**: b missing, c missing |" in report
     assert "| **Fleet** (2 of 3 hosts, **incomplete**: no KV size from c) | 990,976 | | 3,870 | |" in report
