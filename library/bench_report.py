@@ -18,7 +18,7 @@ from ansible.module_utils.bench_results import (
 from ansible.module_utils.fleet import fleet_hosts, fleet_kv, fleet_totals, missing_reason
 from ansible.module_utils.result_store import ResultStoreError, RunStore
 from ansible.module_utils.search_report import pareto_png, search_summary
-from ansible.module_utils.sweep import capacity, median, pick_best
+from ansible.module_utils.sweep import STANDIN_PACE_MIN, capacity, kept_pace, median, pick_best
 
 DOCUMENTATION = r"""
 ---
@@ -111,7 +111,12 @@ written:
   type: list
   elements: str
 tables:
-  description: The comparison tables as data, one per host.
+  description:
+    - The comparison tables as data, one per host. A cell holds the medians over repeats, the
+      spread of output tok/s (C(output_min), C(output_max)), and for the stand-in
+      C(standin_pace) (the lowest share of its model's prediction a repeat delivered) and
+      C(kept_pace) (false below 0.9, module_utils/sweep.py kept_pace: the change then reads
+      "not comparable").
   returned: success
   type: list
   elements: dict
@@ -210,6 +215,10 @@ def aggregate(records):
     outputs = [m["output_tps"] for m in per_metric if m["output_tps"] is not None]
     cell["output_min"] = min(outputs) if outputs else None
     cell["output_max"] = max(outputs) if outputs else None
+    # A stand-in's point that delivered less than its model predicts measured the CPU.
+    paces = [float(r["standin_pace"]) for r in ok if r.get("standin_pace") is not None]
+    cell["standin_pace"] = min(paces) if paces else None
+    cell["kept_pace"] = all(kept_pace(r) for r in ok)
     return cell
 
 
@@ -219,6 +228,9 @@ def change(base, other):
         return {"pct": None, "text": "n/a", "within_noise": None}
     diff = other["output_tps"] - base["output_tps"]
     pct = 100.0 * diff / base["output_tps"]
+    if not (base.get("kept_pace", True) and other.get("kept_pace", True)):
+        return {"pct": round(pct, 2), "within_noise": None,
+                "text": f"not comparable ({pct:+.0f}%: the stand-in fell short of its model, CPU-bound)"}
     within = None
     if base["repeats"] > 1 and other["repeats"] > 1:
         spread = max(base["output_max"] - base["output_min"],
@@ -490,6 +502,9 @@ def make_report(results_dir, title="SGLang benchmark report", baseline_profile=N
         "plots": sorted(pngs), "repeats": any(c["repeats"] > 1 for t in tables
                                               for row in t["rows"]
                                               for c in row["cells"].values()),
+        "paced": any(c.get("standin_pace") is not None for t in tables for row in t["rows"]
+                     for c in row["cells"].values()),
+        "pace_min": STANDIN_PACE_MIN,
     }
     files["report.md"] = render_markdown(template, context)
     best = search["best_profile"] if search else pick_best(records, profile_order(run, records))

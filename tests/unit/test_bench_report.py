@@ -154,6 +154,26 @@ def test_repeats_give_median_spread_and_noise_verdict(tmp_path):
     assert "2,000 tot / 1,000 out (out 980–1,040, n=3)" in report
 
 
+def test_a_stand_in_point_short_of_its_models_pace_is_not_compared(tmp_path):
+    records = []
+    for repeat in (0, 1):
+        records.append(point("baseline", 512, 2000, 1000, repeat=repeat, standin=True, standin_pace=0.97))
+        records.append(point("tuned", 512, 2000, 1000, repeat=repeat, standin=True, standin_pace=0.98))
+        # tuned "ahead" at 1024 only because the baseline's stand-in starved
+        records.append(point("baseline", 1024, 2000, 1000, repeat=repeat, standin=True,
+                             standin_pace=0.72 if repeat else 0.95))
+        records.append(point("tuned", 1024, 2400, 1200, repeat=repeat, standin=True, standin_pace=0.96))
+    run = make_run(tmp_path, records, standin=True)
+    result = bench_report.make_report(run, template=TEMPLATE)
+    rows = {row["concurrency"]: row for row in result["tables"][0]["rows"]}
+    assert rows[512]["change"]["tuned"]["text"] == "within noise (+0.0%)"
+    assert rows[1024]["cells"]["baseline"]["kept_pace"] is False
+    assert rows[1024]["change"]["tuned"]["text"].startswith("not comparable (+20%")
+    report = Path(run, "report.md").read_text()
+    assert "⚠ 72% of the model's pace" in report
+    assert "a cell marked\n⚠ delivered less than 90%" in report
+
+
 def test_standin_run_is_labelled_at_the_top(tmp_path):
     records = [point("baseline", 256, 100, 50, standin=True)]
     run = make_run(tmp_path, records, standin=False)
