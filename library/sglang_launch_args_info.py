@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.cli_help import unknown_flags
 from ansible.module_utils.sweep import resolve_server_args
 
 DOCUMENTATION = r"""
@@ -16,6 +17,9 @@ description:
     tokens (C(kv_tokens // request_tokens)) once C(kv_tokens) is known, and is left out until
     then (C(auto_pending)), so the first start runs without it. A C(false) or null value is
     left out (a flag not passed).
+  - With C(help_text) (the installed server's C(--help)), C(unknown) lists the args, and the
+    C(extra_names), that it does not know (module_utils/cli_help.py, the rule the benchmark
+    client's check uses too).
   - The rule lives in C(resolve_server_args) of C(module_utils/sweep.py). Runs anywhere,
     changes nothing; check mode gives the same result.
 options:
@@ -30,6 +34,14 @@ options:
     description: Tokens a request holds (input + output), C(sglang_server_auto_request_tokens).
     type: raw
     required: true
+  help_text:
+    description: The installed server's C(--help) output; without it nothing is checked.
+    type: str
+  extra_names:
+    description: Further flag names to check against C(help_text) (the secret args' names).
+    type: list
+    elements: str
+    default: []
 author:
   - sglang-playbooks
 """
@@ -66,6 +78,12 @@ auto_pending:
   description: max-running-requests is C(auto) and the KV capacity is not known yet (left out of C(args)).
   returned: success
   type: bool
+unknown:
+  description: The flags of C(args) and C(extra_names) that C(help_text) does not list (empty without C(help_text)).
+  returned: success
+  type: list
+  elements: str
+  sample: ["--max-runing-requests"]
 """
 
 
@@ -75,6 +93,8 @@ def main():
             "args": {"type": "dict", "default": {}},
             "kv_tokens": {"type": "raw"},
             "request_tokens": {"type": "raw", "required": True},
+            "help_text": {"type": "str"},
+            "extra_names": {"type": "list", "elements": "str", "default": []},
         },
         supports_check_mode=True,
     )
@@ -83,7 +103,9 @@ def main():
         result = resolve_server_args(p["args"], p["kv_tokens"], p["request_tokens"])
     except ValueError as exc:
         module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, **result)
+    unknown = (unknown_flags(list(result["args"]) + p["extra_names"], p["help_text"])
+               if p["help_text"] is not None else [])
+    module.exit_json(changed=False, unknown=unknown, **result)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ the client reads ``OPENAI_API_KEY`` from its environment.
 """
 from __future__ import annotations
 
-import re
+from ansible.module_utils.cli_help import unknown_flags
 
 CLIENT_MODULES = {
     "rust": "sglang.benchmark.rust_client",
@@ -127,18 +127,9 @@ def argv_flags(argv: list[str]) -> list[str]:
     return seen
 
 
-_HELP_FLAG = re.compile(r"(?<![\w-])(--[A-Za-z0-9][A-Za-z0-9_-]*)")
-
-
-def help_flags(help_text: str) -> set[str]:
-    """The flags a client's --help lists (argparse's and clap's formats alike)."""
-    return set(_HELP_FLAG.findall(help_text or ""))
-
-
 def unsupported_flags(argv: list[str], help_text: str) -> list[str]:
     """The flags of argv that the client's --help does not list, in argv order."""
-    known = help_flags(help_text)
-    return [flag for flag in argv_flags(argv) if flag not in known]
+    return unknown_flags(argv_flags(argv), help_text)
 
 
 def unsupported_message(module: str, flags: list[str], extra_args: list[str] | None = None) -> str:

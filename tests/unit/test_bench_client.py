@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ansible.module_utils import bench_client
+from ansible.module_utils import bench_client, cli_help
 
 HELP = Path(__file__).resolve().parents[1] / "fixtures" / "bench"
 CLIENTS = [("sglang.bench_serving", "help-0.5.10.post1-bench_serving.txt"),
@@ -36,7 +36,7 @@ def test_rust_only_flags_are_caught_by_a_python_clients_help(module, help_file):
 
 def test_help_flags_reads_argparse_and_clap():
     text = "  --max-concurrency MAX_CONCURRENCY\n      --vocab-size <VOCAB_SIZE>\n  -h, --help\n"
-    assert {"--max-concurrency", "--vocab-size", "--help"} <= bench_client.help_flags(text)
+    assert {"--max-concurrency", "--vocab-size", "--help"} <= cli_help.help_flags(text)
     assert bench_client.argv_flags(["p", "--seed=3", "--seed", "4", "--x"]) == ["--seed", "--x"]
 
 

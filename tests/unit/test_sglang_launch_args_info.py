@@ -25,3 +25,25 @@ def test_bad_request_tokens_fail_naming_the_variable(run_module):
     result = run_module(sglang_launch_args_info, args=ARGS, kv_tokens=495488, request_tokens="many")
     assert result["failed"] is True and result["rc_exit"] == 1
     assert result["msg"] == "sglang_server_auto_request_tokens must be a positive integer, got 'many'"
+
+
+def standin_help():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    return subprocess.run([sys.executable, "-m", "sglang_standin.launch_server", "--help"], capture_output=True,
+                          text=True, check=True, env={"PYTHONPATH": str(repo / "standin")}).stdout
+
+
+def test_args_and_secret_names_the_installed_servers_help_lacks_are_unknown(run_module):
+    args = dict(ARGS, **{"max-runing-requests": 64})
+    result = run_module(sglang_launch_args_info, args=args, kv_tokens=495488, request_tokens=256,
+                        help_text=standin_help(), extra_names=["api-key", "hf-tokn"])
+    assert result["unknown"] == ["--max-runing-requests", "--hf-tokn"]
+
+
+def test_without_a_help_text_nothing_is_checked(run_module):
+    result = run_module(sglang_launch_args_info, args={"no-such-flag": 1}, request_tokens=256)
+    assert result["unknown"] == []
