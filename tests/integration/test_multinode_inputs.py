@@ -32,7 +32,7 @@ def runs(tmp_path_factory):
         return run_playbook(tmp_path_factory.mktemp(name), "deploy.yml", {}, check=True,
                             hosts={"node-a": host_vars, "node-b": host_vars})
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(zip(CASES, pool.map(one, CASES)))
+        return dict(zip(CASES, pool.map(one, CASES), strict=True))
 
 
 @pytest.mark.parametrize("name", list(CASES))
