@@ -433,6 +433,17 @@ class StandinServer:
                     return
         return updates()
 
+    async def _finished(self, req: EngineRequest, updates) -> int:
+        """The token count once req finishes (a non-streamed answer); the request is aborted if
+        the client goes away first."""
+        try:
+            async for count, finished in updates:
+                if finished:
+                    return count
+        finally:
+            self._abort(req)
+        return 0  # (updates ends only once the request finished)
+
     def _abort(self, req: EngineRequest) -> None:
         if req.finished_tokens is None:
             self.engine.scheduler.abort(req)
@@ -468,12 +479,7 @@ class StandinServer:
         updates = self._progress_stream(req)
         self.engine.submit(req)
         if not stream:
-            try:
-                async for count, finished in updates:
-                    if finished:
-                        return json_response(payload(count, True))
-            finally:
-                self._abort(req)
+            return json_response(payload(await self._finished(req, updates), True))
 
         async def events():
             try:
@@ -509,14 +515,9 @@ class StandinServer:
         updates = self._progress_stream(req)
         self.engine.submit(req)
         if not stream:
-            try:
-                async for count, finished in updates:
-                    if finished:
-                        text = tokenizer.decode(tokenizer.output_ids(seed, count))
-                        return json_response({**chunk(text, "length", usage(count)),
-                                              "metadata": {"weight_version": "default"}})
-            finally:
-                self._abort(req)
+            count = await self._finished(req, updates)
+            text = tokenizer.decode(tokenizer.output_ids(seed, count))
+            return json_response({**chunk(text, "length", usage(count)), "metadata": {"weight_version": "default"}})
 
         async def events():
             sent = 0
