@@ -1,5 +1,7 @@
 # The tuning search end to end: tune.yml -e tune_search=true on one stand-in host (the molecule
 # tune-search scenario; SGLang's Rust client on the controller, about 10 minutes on 2 cores).
+MOLECULE_SCENARIOS += tune-search
+
 .PHONY: test-tune-search
 
 ## test-tune-search: the tuning search's playbook against a stand-in host (molecule tune-search)
