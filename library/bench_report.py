@@ -115,7 +115,7 @@ tables:
     - The comparison tables as data, one per host. A cell holds the medians over repeats, the
       spread of output tok/s (C(output_min), C(output_max)), and for the stand-in
       C(standin_pace) (the lowest share of its model's prediction a repeat delivered) and
-      C(kept_pace) (false below 0.9, as module_utils/sweep.py kept_pace decides; the change then reads
+      C(kept_pace) (false below 0.75, as module_utils/sweep.py kept_pace decides; the change then reads
       "not comparable").
   returned: success
   type: list

@@ -182,7 +182,7 @@ record:
   description: >-
     The schema_version 1 record of the point. Against the stand-in (labels.standin) it holds
     C(standin_pace), the measured output tok/s over what the stand-in's model predicts for the
-    point (its /standin/model); below 0.9 the point measured a CPU too busy for the stand-in or
+    point (its /standin/model); below 0.75 the point measured a CPU too busy for the stand-in or
     the client, not the profile.
   type: dict
   returned: action=run

@@ -24,7 +24,9 @@ DEFAULT_PROMPTS_FACTOR = 5  # SGLang's guidance: num_prompts >= 5 x concurrency
 DEFAULT_PLATEAU = 0.03  # a step that gains less than 3% in total tok/s is a plateau
 # A stand-in's point that delivered less than this share of what its performance model predicts
 # was short of CPU (the client's or the stand-in's): it measures the machine, not the profile.
-STANDIN_PACE_MIN = 0.9
+# On an otherwise idle 2-core machine the demo's points deliver 80-93% (the stand-in is one
+# Python thread, and the heaviest points nearly fill it); starved by other work, 30-60%.
+STANDIN_PACE_MIN = 0.75
 
 
 def _positive_int(value: Any) -> int | None:

@@ -171,7 +171,7 @@ def test_a_stand_in_point_short_of_its_models_pace_is_not_compared(tmp_path):
     assert rows[1024]["change"]["tuned"]["text"].startswith("not comparable (+20%")
     report = Path(run, "report.md").read_text()
     assert "⚠ 72% of the model's pace" in report
-    assert "a cell marked\n⚠ delivered less than 90%" in report
+    assert "a cell marked\n⚠ delivered less than 75%" in report
 
 
 def test_standin_run_is_labelled_at_the_top(tmp_path):

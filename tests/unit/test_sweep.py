@@ -214,4 +214,5 @@ def test_standin_pace_is_the_measured_share_of_the_models_prediction():
 def test_a_point_below_the_pace_floor_did_not_keep_pace():
     assert sweep.kept_pace({"standin_pace": 0.95})
     assert not sweep.kept_pace({"standin_pace": 0.72})
+    assert sweep.kept_pace({"standin_pace": 0.8})  # a quiet machine's heaviest demo point
     assert sweep.kept_pace({})  # a real server's point
