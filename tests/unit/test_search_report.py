@@ -297,6 +297,7 @@ def test_the_report_of_a_search_has_its_section_plot_and_best_profile(tmp_path):
     text = (tmp_path / "search" / "report.md").read_text()
     assert "## The tuning search" in text and f"**Best: {name}**" in text
     assert "startup failed" in text  # (the failed start is also a point not measured cleanly)
+    assert "concurrency None" not in text  # (a failed start has no load)
     assert "best-profile.yml" in text
     vars_file = yaml.safe_load((tmp_path / "search" / "best-profile.yml").read_text())
     assert vars_file == {"sglang_server_args": dict(best["server_args"], note="as it ran"), "sglang_profile": ""}
