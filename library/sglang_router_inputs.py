@@ -1,29 +1,39 @@
 #!/usr/bin/python
-"""Ansible module sglang_router_inputs: check the router role's inputs before any host changes."""
+"""Ansible module sglang_router_inputs: check the router role's inputs before any host changes,
+and decide the workers the router may front."""
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.input_problems import finish
-from ansible.module_utils.router_inputs import check_router_inputs
+from ansible.module_utils.router_inputs import check_router_inputs, worker_candidates
 
 DOCUMENTATION = r"""
 ---
 module: sglang_router_inputs
-short_description: Check the SGLang router role's inputs before a host changes
+short_description: Check the SGLang router role's inputs and list its candidate workers
 description:
   - Runs anywhere (the role runs it on the controller). Fails with every problem found, each
     naming the variable and the fix; changes nothing.
   - Refuses what smg would refuse at start (a bad port, the metrics on the router's port), a flag in C(sglang_router_extra_args) that the role sets itself or that
     looks secret (it would be on the command line), no workers at all, and a router open to the
     network without an API key unless C(sglang_router_allow_unauthenticated).
-  - The rules live in module_utils/router_inputs.py.
+  - Returns the candidate workers (before their health check) in C(candidates),
+    C(sglang_router_worker_urls) as given, else one URL per host of the workers' group, less
+    the rank >= 1 nodes of a multi-node server (C(sglang_server_nnodes) > 1 and not first in
+    C(sglang_server_nodes)), since only rank 0 serves the HTTP API.
+  - The rules live in module_utils/router_inputs.py (the ranks as module_utils/multinode.py
+    counts them).
 options:
   settings:
     description:
       - The role's variables less the C(sglang_router_) prefix (version, requirements, port,
         prometheus_port, worker_urls, workers_group, min_workers, extra_args, host,
-        allow_unauthenticated), plus C(group_hosts), the hosts of the workers' group, and
-        C(has_api_key), whether C(sglang_router_api_key) is set (never the key).
+        allow_unauthenticated), plus C(has_api_key), whether C(sglang_router_api_key) is set
+        (never the key), and C(workers), the hosts of the workers' group in inventory order,
+        each a dict of its inventory variables - C(name) (the inventory name),
+        C(worker_address) (C(sglang_router_worker_address)), C(ansible_host), C(port)
+        (C(sglang_server_args.port)), C(nnodes) (C(sglang_server_nnodes)) and C(nodes)
+        (C(sglang_server_nodes), the node group in rank order) - unset ones null.
     type: dict
     required: true
 author:
@@ -40,13 +50,18 @@ EXAMPLES = r"""
       prometheus_port: "{{ sglang_router_prometheus_port }}"
       worker_urls: "{{ sglang_router_worker_urls }}"
       workers_group: "{{ sglang_router_workers_group }}"
-      group_hosts: "{{ groups[sglang_router_workers_group] | default([]) }}"
+      workers:
+        - {name: gpu-a, ansible_host: 10.0.0.11, port: 30000, nnodes: 2, nodes: [gpu-a, gpu-b]}
+        - {name: gpu-b, ansible_host: 10.0.0.12, port: 30000, nnodes: 2, nodes: [gpu-a, gpu-b]}
+        - {name: gpu-c, worker_address: 10.1.0.13, nnodes: 1}
       min_workers: "{{ sglang_router_min_workers }}"
       extra_args: "{{ sglang_router_extra_args }}"
       host: "{{ sglang_router_host }}"
       has_api_key: "{{ sglang_router_api_key | length > 0 }}"
       allow_unauthenticated: "{{ sglang_router_allow_unauthenticated | bool }}"
   delegate_to: localhost
+  register: checked
+# checked.candidates: [http://10.0.0.11:30000, http://10.1.0.13:30000]
 """
 
 RETURN = r"""
@@ -55,13 +70,24 @@ problems:
   returned: always
   type: list
   elements: str
+candidates:
+  description:
+    - The workers the router may front, before their health check, in inventory order.
+  returned: success
+  type: list
+  elements: str
+  sample: [http://10.0.0.11:30000, http://10.1.0.13:30000]
 """
 
 
 def main():
     module = AnsibleModule(argument_spec={"settings": {"type": "dict", "required": True}},
                            supports_check_mode=True)
-    finish(module, "router", check_router_inputs(module.params["settings"]))
+    settings = module.params["settings"]
+    problems = check_router_inputs(settings)
+    if problems:
+        finish(module, "router", problems)
+    module.exit_json(changed=False, problems=[], candidates=worker_candidates(settings))
 
 
 if __name__ == "__main__":

@@ -51,6 +51,13 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+def node_rank(host: str, nodes: Sequence[str]) -> int | None:
+    """host's rank in a multi-node server: its place in the node group nodes (rank 0 first,
+    the one that serves the HTTP API); None when host is not in it."""
+    names = [str(n) for n in nodes]
+    return names.index(host) if host in names else None
+
+
 def init_addr(address: str, port: int) -> str:
     """HOST:PORT as SGLang's --dist-init-addr takes it ([v6]:PORT for an IPv6 address)."""
     try:
@@ -125,7 +132,7 @@ def plan(host: str, nnodes: object, nodes: Sequence[str], server_args: Mapping[s
             f"no inter-node network interface for {host}: set sglang_server_socket_ifname "
             "(e.g. eth0, the interface the nodes reach each other through), or let the play "
             "gather its network facts (the default route's interface)")
-    rank = nodes.index(host)
+    rank = node_rank(host, nodes)
     addr = init_addr(address, port)
     return {
         "nnodes": count, "node_rank": rank, "rank0": rank0, "is_rank0": rank == 0,

@@ -2,9 +2,12 @@
 
 check_router_inputs() returns every problem found, each a message naming the variable and the
 fix (an empty list: the inputs are sound); the sglang_router_inputs module runs it first in
-router.yml. What smg itself would refuse at start (a bad port, a flag the
-role already sets) and what would put a secret on the router's command line are refused here,
-so the router's service never restarts into a bad configuration. (The policy's choices are the
+router.yml. worker_candidates() decides the workers the router may front (before their health
+check): sglang_router_worker_urls as given, else one URL per host of the workers' group, less
+the rank >= 1 nodes of a multi-node server (only rank 0 serves the HTTP API; the others answer
+/health from a dummy server, so a request sent there fails). What smg itself would refuse at
+start (a bad port, a flag the role already sets) and what would put a secret on the router's
+command line are refused here, so the router's service never restarts into a bad configuration. (The policy's choices are the
 role's argument spec, meta/argument_specs.yml, which Ansible checks before this runs.)
 """
 from __future__ import annotations
@@ -14,12 +17,16 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ansible.module_utils.multinode import init_addr, node_rank
+
 # flags the role sets from its own variables (sglang_router_host, _port, ...)
 MANAGED_FLAGS = ("worker-urls", "policy", "host", "port", "prometheus-host", "prometheus-port", "api-key")
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 VERSION = re.compile(r"^[0-9][0-9A-Za-z.+-]*$")
 WORKER_URL = re.compile(r"^https?://[^/\s]+(:[0-9]+)?/?$")
 SECRET_NAME = re.compile(r"(key|token|password|secret)")
+#: SGLang's HTTP port when sglang_server_args sets none.
+SERVER_PORT = 30000
 
 
 def _port(value: Any) -> int | None:
@@ -30,9 +37,69 @@ def _port(value: Any) -> int | None:
     return int(text) if text.isdigit() and 1 <= int(text) <= 65535 else None
 
 
+def _nnodes(value: Any) -> int | None:
+    """value as a node count (a whole number of at least 1; unset: 1), else None."""
+    if value is None or value == "":
+        return 1
+    text = str(value).strip()
+    return None if isinstance(value, bool) or not text.isdigit() or int(text) < 1 else int(text)
+
+
+def _is_extra_rank(worker: Mapping[str, Any]) -> bool:
+    """worker (an entry of settings["workers"]) is a rank >= 1 node of a multi-node server: its
+    sglang_server_nnodes is above 1 and its place in its node group (sglang_server_nodes, the
+    rank as module_utils/multinode.py counts it) is not the first."""
+    nnodes = _nnodes(worker.get("nnodes"))
+    rank = node_rank(str(worker.get("name")), worker.get("nodes") or [])
+    return nnodes is not None and nnodes > 1 and rank is not None and rank >= 1
+
+
+def worker_candidates(settings: Mapping[str, Any]) -> list[str]:
+    """The workers the router may front, before their health check (settings as for
+    check_router_inputs): sglang_router_worker_urls as given (a trailing / dropped); else, for
+    each host of the workers' group (settings["workers"], in inventory order) that is not a rank
+    >= 1 node of a multi-node server, http://ADDRESS:PORT, ADDRESS its sglang_router_worker_address,
+    else its ansible_host, else its inventory name, PORT its sglang_server_args port, else 30000."""
+    urls = settings.get("worker_urls") or []
+    if urls:
+        return [re.sub(r"/$", "", str(url)) for url in urls]
+    out = []
+    for worker in settings.get("workers") or []:
+        if _is_extra_rank(worker):
+            continue
+        name = str(worker.get("name"))
+        address = str(worker.get("worker_address") or worker.get("ansible_host") or name)
+        out.append("http://" + init_addr(address, _port(worker.get("port")) or SERVER_PORT))
+    return out
+
+
+def _group_problems(workers: Sequence[Mapping[str, Any]], group: Any) -> list[str]:
+    """What keeps the hosts of the workers' group from giving worker URLs."""
+    if not workers:
+        return [f"sglang_router_workers_group: the inventory has no host in group {group} and "
+                "sglang_router_worker_urls is empty: name the workers' group or list their URLs"]
+    problems = []
+    for worker in workers:
+        name = worker.get("name")
+        if _nnodes(worker.get("nnodes")) is None:
+            problems.append(f"sglang_server_nnodes of {name} must be a whole number of at least 1, "
+                            f"got {worker.get('nnodes')}")
+        if worker.get("port") not in (None, "") and _port(worker.get("port")) is None:
+            problems.append(f"sglang_server_args port of {name} must be a port number (1-65535), "
+                            f"got {worker.get('port')}")
+    if not problems and all(_is_extra_rank(w) for w in workers):
+        problems.append(
+            f"sglang_router_workers_group: every host of group {group} is a rank >= 1 node of a multi-node "
+            "server (sglang_server_nnodes, sglang_server_nodes), and only rank 0 serves the HTTP API: "
+            "add its rank 0 to the group, or list rank 0's URL in sglang_router_worker_urls")
+    return problems
+
+
 def check_router_inputs(settings: Mapping[str, Any]) -> list[str]:
     """Every problem of the router role's settings (keys: the variable names less the
-    sglang_router_ prefix, plus group_hosts: the hosts of the workers' group)."""
+    sglang_router_ prefix, plus workers: the hosts of the workers' group in inventory order, each
+    a dict of its name, worker_address (sglang_router_worker_address), ansible_host, port
+    (sglang_server_args port), nnodes (sglang_server_nnodes) and nodes (sglang_server_nodes))."""
     s = settings
     problems: list[str] = []
     version = s.get("version")
@@ -58,10 +125,8 @@ def check_router_inputs(settings: Mapping[str, Any]) -> list[str]:
         bad = [str(u) for u in urls if not WORKER_URL.match(str(u))]
         if bad:
             problems.append(f"sglang_router_worker_urls: not a worker URL (http://HOST:PORT): {', '.join(bad)}")
-        elif not urls and not s.get("group_hosts"):
-            problems.append(
-                f"sglang_router_workers_group: the inventory has no host in group {s.get('workers_group')} and "
-                "sglang_router_worker_urls is empty: name the workers' group or list their URLs")
+        elif not urls:
+            problems += _group_problems(s.get("workers") or [], s.get("workers_group"))
     min_workers = s.get("min_workers")
     if isinstance(min_workers, bool) or not str(min_workers).strip().isdigit() or int(str(min_workers)) < 1:
         problems.append(f"sglang_router_min_workers must be a whole number of at least 1, got {min_workers}")
