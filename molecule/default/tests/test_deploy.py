@@ -164,24 +164,6 @@ def test_kv_capacity_recorded(host):
     assert state["max_total_num_tokens"] == 495488
 
 
-def test_deploy_record_for_the_fast_path(host):
-    """The full deploy recorded the files its unit runs from and those beside its env file and
-    script (root only, no secret in it) for the next run."""
-    record = host.file("/var/lib/sglang-playbooks/deploy-state.json")
-    assert record.user == "root" and record.mode == 0o600
-    state = json.loads(record.content_string)
-    assert len(state["fingerprint"]) == 64 and state["unit"] == "sglang.service"
-    env = host.file("/etc/sglang/sglang.env")
-    assert {"/etc/systemd/system/sglang.service", "/etc/sglang/sglang.env", "/etc/sglang/secret-args.yaml",
-            SCRIPT, "/opt/sglang/kv-capacity.json"} <= set(state["files"])
-    assert state["files"]["/etc/sglang/sglang.env"] == {"type": "file", "mode": "0600", "uid": 0, "gid": 0,
-                                                        "sha256": env.sha256sum}
-    assert state["files"][SCRIPT]["sha256"] == host.file(SCRIPT).sha256sum
-    assert state["server"] == {"url": "http://127.0.0.1:30000", "endpoint": "/health_generate"}
-    assert "molecule-test-key-0123" not in record.content_string
-    assert "hf_molecule_secret_token" not in record.content_string
-
-
 HF_TOKEN = "hf_molecule_secret_token"
 MODEL_DIR = "/opt/sglang/hf/hub/models--fake-org--tiny-model"
 DOWNLOAD_RECORD = "/opt/sglang/hf/fake-hf-download.json"
