@@ -15,7 +15,7 @@ from ansible.module_utils.bench_results import (
     RECORD_KEYS,
     dumps_strict,
 )
-from ansible.module_utils.fleet import fleet_hosts, fleet_kv, fleet_totals, missing_reason
+from ansible.module_utils.fleet import failed_hosts, fleet_hosts, fleet_kv, fleet_totals, missing_reason
 from ansible.module_utils.result_store import ResultStoreError, RunStore
 from ansible.module_utils.search_report import pareto_png, search_summary
 from ansible.module_utils.sweep import STANDIN_PACE_MIN, capacity, kept_pace, median, pick_best
@@ -72,14 +72,37 @@ options:
         C(profiles)) as a vars file for an inventory (tune.yml sets it).
     type: bool
     default: false
-  failed_hosts:
+  play_hosts:
     description:
-      - The hosts that failed during the play (left it), each with what the controller saw fail
-        (V('') when nothing). The report marks each missing with its reason (module_utils/fleet.py
-        missing_reason). Kept in the run directory as C(failed-hosts.json), so a later
-        re-render without this option (playbooks/report.yml) still marks them; given, it replaces
-        that file (C({}) when every host finished).
+      - The play's hosts as Ansible sees them. The hosts that failed or were unreachable
+        (module_utils/fleet.py failed_hosts) are marked missing, each with its reason
+        (module_utils/fleet.py missing_reason). They are kept in the run directory as
+        C(failed-hosts.json), so a later re-render without this option (playbooks/report.yml)
+        still marks them; given, it replaces that file (C({}) when every host finished).
     type: dict
+    suboptions:
+      all:
+        description: Every host the play started with, C(ansible_play_hosts_all).
+        type: list
+        elements: str
+        required: true
+      active:
+        description: The hosts still in the play, C(ansible_play_hosts).
+        type: list
+        elements: str
+        required: true
+      rank0:
+        description:
+          - Per host, C(sglang_server_multinode.is_rank0) (null for a single-node server); a
+            multi-node server's ranks >= 1 leave the play on purpose and are not missing.
+        type: dict
+        default: {}
+  host_errors:
+    description:
+      - Per host, what the controller saw fail on it (the message of its failed task), the
+        reason a failed host is missing; a host without one gets the reason from its records.
+    type: dict
+    default: {}
 author:
   - sglang-playbooks
 """
@@ -533,15 +556,22 @@ def main():
             "template": {"type": "path", "required": True},
             "plots": {"type": "bool", "default": True},
             "best_profile_file": {"type": "bool", "default": False},
-            "failed_hosts": {"type": "dict"},
+            "play_hosts": {"type": "dict", "options": {
+                "all": {"type": "list", "elements": "str", "required": True},
+                "active": {"type": "list", "elements": "str", "required": True},
+                "rank0": {"type": "dict", "default": {}}}},
+            "host_errors": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,
     )
     params = module.params
+    play, errors = params["play_hosts"], params["host_errors"]
+    failed = None if play is None else {
+        h: str(errors.get(h) or "") for h in failed_hosts(play["all"], play["active"], play["rank0"])}
     try:
         result = make_report(params["results_dir"], params["title"], params["baseline_profile"],
                              params["template"], params["plots"], module.check_mode,
-                             params["best_profile_file"], params["failed_hosts"])
+                             params["best_profile_file"], failed)
     except (ResultStoreError, ValueError, OSError) as exc:
         module.fail_json(msg=str(exc), results_dir=params["results_dir"])
     for warning in result.pop("warnings"):

@@ -6,6 +6,7 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.bench_results import dumps_strict, empty_record, point_record
+from ansible.module_utils.fleet import failed_hosts, hosts_with_missing
 from ansible.module_utils.result_store import ResultStoreError, RunStore, new_run_id
 from ansible.module_utils.search_report import (
     build_search,
@@ -135,6 +136,29 @@ options:
     description: run.json content besides the plan (plan, search); hosts and profiles are merged on resume.
     type: dict
     default: {}
+  play_hosts:
+    description:
+      - With C(provenance) (plan, search), the play's hosts as Ansible sees them; each host that
+        failed or was unreachable (module_utils/fleet.py failed_hosts) goes into run.json's
+        C(hosts) marked C(missing).
+    type: dict
+    suboptions:
+      all:
+        description: Every host the play started with, C(ansible_play_hosts_all).
+        type: list
+        elements: str
+        required: true
+      active:
+        description: The hosts still in the play, C(ansible_play_hosts).
+        type: list
+        elements: str
+        required: true
+      rank0:
+        description:
+          - Per host, C(sglang_server_multinode.is_rank0) (null for a single-node server); a
+            multi-node server's ranks >= 1 leave the play on purpose and are not missing.
+        type: dict
+        default: {}
   dry_run:
     description: action=plan - return the points and write nothing.
     type: bool
@@ -419,10 +443,20 @@ def host_points(params, host, info, records, done):
     return points
 
 
+def _provenance(params, plan):
+    """run.json's content: the provenance with the plan, and the play's failed hosts marked missing."""
+    provenance = dict(params.get("provenance") or {}, plan=plan)
+    play = params.get("play_hosts")
+    if play:
+        failed = failed_hosts(play["all"], play["active"], play.get("rank0"))
+        provenance["hosts"] = hosts_with_missing(provenance.get("hosts"), failed)
+    return provenance
+
+
 def action_plan(params):
     store = _store(params)
     if not params.get("dry_run"):
-        provenance = dict(params.get("provenance") or {}, plan=params["plan"])
+        provenance = _provenance(params, params["plan"])
         if not store.write_run_json(provenance):
             _merge_run_json(store, provenance)
     records = store.records()
@@ -549,7 +583,7 @@ def _decide(store, params):
 def action_search(params):
     store = _store(params)
     if params.get("provenance"):
-        provenance = dict(params["provenance"], plan=_plan(params))
+        provenance = _provenance(params, _plan(params))
         if not store.write_run_json(provenance):
             _merge_run_json(store, provenance)
     return dict(_decide(store, params), changed=bool(params.get("provenance")))
@@ -607,6 +641,10 @@ def main():
             "known_profiles": {"type": "dict", "default": {}},
             "hosts": {"type": "dict", "default": {}},
             "provenance": {"type": "dict", "default": {}},
+            "play_hosts": {"type": "dict", "options": {
+                "all": {"type": "list", "elements": "str", "required": True},
+                "active": {"type": "list", "elements": "str", "required": True},
+                "rank0": {"type": "dict", "default": {}}}},
             "dry_run": {"type": "bool", "default": False},
             "record": {"type": "dict"},
             "point": {"type": "dict"},

@@ -13,6 +13,31 @@ from typing import Any
 
 THROUGHPUTS = ("output_tps", "total_tps")
 
+# run.json's entry of a host that left the play before its sweep was planned.
+MISSING_BEFORE_SWEEP = "unreachable, or failed before the sweep: no results from this host"
+
+
+def failed_hosts(play_hosts_all: Iterable[str], play_hosts: Iterable[str],
+                 is_rank0: Mapping[str, bool | None] | None = None) -> list[str]:
+    """The hosts of the play that failed or were unreachable, in the play's order.
+
+    play_hosts_all: every host the play started with (ansible_play_hosts_all); play_hosts: those
+    still in it (ansible_play_hosts); is_rank0: per host, sglang_server_multinode.is_rank0 (absent
+    or None for a single-node server). A host that left the play failed, unless it is rank >= 1
+    of a multi-node server (is_rank0 False): those end on purpose, only rank 0 is benchmarked.
+    """
+    active = set(play_hosts)
+    rank0 = is_rank0 or {}
+    return [h for h in play_hosts_all if h not in active and rank0.get(h) is not False]
+
+
+def hosts_with_missing(hosts: Mapping[str, Any] | None, failed: Iterable[str]) -> dict[str, Any]:
+    """run.json's hosts: the facts of the hosts benchmarked, and each failed host marked missing
+    (MISSING_BEFORE_SWEEP) in place of any facts."""
+    out = dict(hosts or {})
+    out.update({h: {"missing": MISSING_BEFORE_SWEEP} for h in failed})
+    return out
+
 
 def fleet_hosts(run: Mapping[str, Any], records: Iterable[Mapping[str, Any]],
                 failed: Mapping[str, Any] | None = None) -> list[str]:

@@ -99,10 +99,15 @@ def test_a_failed_point_gives_the_reason_when_the_controller_saw_none(tmp_path):
     assert row["cells"]["baseline"]["missing"] == {"b": "failed"}
 
 
-def test_module_takes_failed_hosts(tmp_path, run_module):
+def test_module_decides_the_failed_hosts_from_the_play(tmp_path, run_module):
+    """b left the play (failed), c too but as a multi-node server's rank 1 (on purpose); a's
+    error is of a host still in the play and not a failure of the host."""
     import bench_report as module
     run = fleet_run(tmp_path, [point("baseline", 4, 100, 50, host="a")], {"a": FACTS, "b": FACTS})
-    result = run_module(module, results_dir=run, template=TEMPLATE, plots=False, failed_hosts={"b": "unreachable"})
+    result = run_module(module, results_dir=run, template=TEMPLATE, plots=False,
+                        play_hosts={"all": ["a", "b", "c"], "active": ["a"], "rank0": {"a": None, "c": False}},
+                        host_errors={"a": "rescued", "b": "unreachable"})
     assert result["rc_exit"] == 0, result
+    assert json.loads(Path(run, "failed-hosts.json").read_text()) == {"b": "unreachable"}
     assert result["fleet"]["totals"]["rows"][0]["cells"]["baseline"]["of"] == 2
     assert "**missing** from there on (failed before its first point: unreachable)" in Path(run, "report.md").read_text()

@@ -183,13 +183,15 @@ def test_a_resumed_plan_returns_what_the_interrupted_sweep_left_to_collect(tmp_p
     assert other["resumed"]["h1"]["log_since"] is None
 
 
-def test_a_host_missing_from_a_sweep_is_marked_and_keeps_facts_it_had():
-    """run.json marks a host that never got to the sweep; one missing only from a later sweep
-    keeps the facts of the earlier one; a resumed sweep that reaches it replaces the mark."""
-    import tempfile
-    with tempfile.TemporaryDirectory() as tmp:
-        missing = {"missing": "unreachable, or failed before the sweep: no results from this host"}
-        bench_store.action_plan(plan_params(tmp, "r", provenance={"hosts": {"h1": {"gpu_count": 8}, "h2": missing}}))
-        assert RunStore(tmp, "r").read_run_json()["hosts"]["h2"] == missing
-        bench_store.action_plan(plan_params(tmp, "r", provenance={"hosts": {"h1": missing, "h2": {"gpu_count": 8}}}))
-        assert RunStore(tmp, "r").read_run_json()["hosts"] == {"h1": {"gpu_count": 8}, "h2": {"gpu_count": 8}}
+def test_a_host_missing_from_a_sweep_is_marked_and_keeps_facts_it_had(tmp_path):
+    """run.json marks a host that left the play before the sweep (a multi-node server's rank 1
+    ends on purpose and is not marked); one missing only from a later sweep keeps the facts of
+    the earlier one; a resumed sweep that reaches it replaces the mark."""
+    missing = {"missing": "unreachable, or failed before the sweep: no results from this host"}
+    hosts = ["h1", "h2", "h3"]
+    bench_store.action_plan(plan_params(tmp_path, "r", provenance={"hosts": {"h1": {"gpu_count": 8}}},
+                                        play_hosts={"all": hosts, "active": ["h1"], "rank0": {"h3": False}}))
+    assert RunStore(tmp_path, "r").read_run_json()["hosts"] == {"h1": {"gpu_count": 8}, "h2": missing}
+    bench_store.action_plan(plan_params(tmp_path, "r", provenance={"hosts": {"h2": {"gpu_count": 8}}},
+                                        play_hosts={"all": hosts, "active": ["h2"], "rank0": {"h3": False}}))
+    assert RunStore(tmp_path, "r").read_run_json()["hosts"] == {"h1": {"gpu_count": 8}, "h2": {"gpu_count": 8}}

@@ -16,6 +16,25 @@ def test_hosts_are_run_json_records_and_failed_hosts():
     assert fleet.fleet_hosts(run, [{"host": "b"}, {"host": "a"}], {"d": ""}) == ["a", "b", "c", "d"]
 
 
+@pytest.mark.parametrize(("active", "rank0", "failed"), [
+    (["a", "b", "c"], {}, []),
+    (["a"], {}, ["b", "c"]),
+    (["a"], {"b": None, "c": True}, ["b", "c"]),  # single-node (None) or rank 0: a failure
+    (["a"], {"b": False}, ["c"]),  # a multi-node server's rank >= 1 ends on purpose
+    ([], {"a": True, "b": False, "c": False}, ["a"]),
+])
+def test_failed_hosts_are_those_that_left_the_play_save_ranks_above_0(active, rank0, failed):
+    assert fleet.failed_hosts(["a", "b", "c"], active, rank0) == failed
+
+
+def test_failed_hosts_keep_the_play_order_and_are_marked_missing_in_run_json():
+    assert fleet.failed_hosts(["z", "a", "m"], ["a"]) == ["z", "m"]
+    hosts = fleet.hosts_with_missing({"a": {"gpu_count": 8}}, ["z"])
+    assert hosts == {"a": {"gpu_count": 8}, "z": {"missing": fleet.MISSING_BEFORE_SWEEP}}
+    # the report reads such an entry as a host that never reached the sweep
+    assert fleet.missing_reason("", [], hosts["z"]) == "unreachable, or failed before the sweep"
+
+
 def test_totals_sum_every_host_and_say_complete():
     tables = [table("a", {4: {"baseline": ("ok", 100.0, 50.0)}, 8: {"baseline": ("ok", 180.0, 90.0)}}),
               table("b", {4: {"baseline": ("ok", 110.0, 55.5)}, 8: {"baseline": ("ok", 170.0, 85.0)}})]
