@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 RESULTS = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3])) / ".cache/molecule-bench-results"
-HOSTS = ("sglpb-bench-1", "sglpb-bench-2")
+HOSTS = ("sglpb-bench-1",)
 
 
 def records(run_id, name="records.jsonl"):
@@ -52,7 +52,7 @@ def test_tune_sweeps_both_profiles_and_tuned_wins_at_the_top(host):
     recs = [r for r in records("molecule-tune") if r["host"] == host]
     by = {(r["profile"], r["max_concurrency"]): r for r in recs}
     # 241: the KV capacity (61,936 tokens / 256 a request), a point of its own in the plan.
-    assert set(by) == {(p, c) for p in ("baseline", "tuned") for c in (32, 64, 128, 241, 256)}
+    assert set(by) == {(p, c) for p in ("baseline", "tuned") for c in (64, 241, 256)}
     assert all(r["status"] == "ok" for r in recs)
     # 256 > the KV capacity of 241 requests: run as asked, flagged in the report.
     top_base, top_tuned = by[("baseline", 256)], by[("tuned", 256)]

@@ -7,7 +7,7 @@ from pathlib import Path
 RESULTS = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3])) / ".cache/molecule-bench-results"
 SECRETS = ("molecule-bench-key-0123", "hf_molecule_bench_token")
 
-testinfra_hosts = ["podman://sglpb-bench-1", "podman://sglpb-bench-2"]
+testinfra_hosts = ["podman://sglpb-bench-1"]
 
 
 def test_no_secret_on_any_command_line_of_the_deploy_and_the_sweeps(host):
