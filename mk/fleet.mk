@@ -1,5 +1,6 @@
-# Fleet: SGLang's router (smg) in front of stand-in workers, the molecule fleet scenario.
-# Not in `make test`'s MOLECULE_SCENARIOS yet: `make test-fleet` runs it.
+# Fleet: SGLang's router (smg) in front of stand-in workers and a two-node server, the molecule
+# fleet scenario (in `make test`; `make test-fleet` runs it alone).
+MOLECULE_SCENARIOS += fleet
 
 SMG_REQUIREMENTS := $(wildcard roles/sglang_router/files/requirements-smg-*.txt)
 SMG_WHEELHOUSE := .cache/smg-wheelhouse
@@ -15,6 +16,9 @@ $(SMG_WHEELHOUSE)/.done: $(SMG_REQUIREMENTS)
 	bash scripts/cache-store.sh smg-wheelhouse $(SMG_WHEELHOUSE_STORE) $(SMG_WHEELHOUSE) sh -c \
 	  'mkdir -p "$$STORE" && for req in $(SMG_REQUIREMENTS); do \
 	     $(CLIENT_BASE_PYTHON) -m pip download --quiet --no-deps --only-binary :all: -d "$$STORE" -r $$req || exit 1; done'
+
+# The router host installs smg from the wheelhouse; the benchmark runs the Rust client.
+molecule: $(SMG_WHEELHOUSE)/.done .cache/client-venv/.done
 
 ## test-fleet: the molecule fleet scenario (two stand-in workers behind the real smg router)
 test-fleet: venv image $(SMG_WHEELHOUSE)/.done .cache/client-venv/.done
