@@ -1,4 +1,5 @@
-"""The router host after router.yml and a benchmark through it; the workers' share of it."""
+"""The router host after router.yml and a benchmark through it; the workers' share of it; the
+two workers as one server over 2 nodes, and a benchmark of its rank 0 in the same run."""
 import json
 import os
 import re
@@ -42,15 +43,18 @@ def test_router_flags_are_root_owned_and_group_readable_only(host):
     assert API_KEY not in host.check_output("ps -eo args")
 
 
+# (side_effect's last router.yml: the two workers are one server over 2 nodes by then, so the
+# router fronts its rank 0 only; side_effect checked it fronted both while they were replicas)
 def test_router_health_and_readiness(host):
     assert host.check_output("curl -fsS http://127.0.0.1:30080/health") == "OK"
     ready = json.loads(host.check_output("curl -fsS http://127.0.0.1:30080/readiness"))
-    assert ready == {"status": "ready", "healthy_workers": 2, "total_workers": 2}
+    assert ready == {"status": "ready", "healthy_workers": 1, "total_workers": 1}
 
 
-def test_router_lists_both_workers_healthy(host):
+def test_router_fronts_the_two_node_server_by_its_rank0_only(host):
+    # rank 1 answers /health (a dummy server) but serves no API: it is no worker
     workers = json.loads(authed_get(host, "http://127.0.0.1:30080/workers"))["workers"]
-    assert sorted(w["url"] for w in workers) == WORKERS
+    assert [w["url"] for w in workers] == WORKERS[:1]
     assert all(w["is_healthy"] for w in workers)
 
 
@@ -139,3 +143,16 @@ def test_the_benchmark_of_the_two_node_server_ran_against_rank0_only():
     assert [(r["status"], r["max_concurrency"]) for r in recs] == [("ok", 16)]
     assert {r.get("host") for r in recs} == {"sglpb-fleet-1"}
     assert all(r["completed"] > 0 for r in recs)
+
+
+def test_the_benchmark_of_the_two_node_server_went_to_rank0_not_to_the_router():
+    # side_effect's run benchmarked through the router first: that benchmark's URL and title must
+    # not carry over to this one (the client's own output names the URL it sent requests to).
+    rank0 = node("sglpb-fleet-1").check_output("hostname -I").split()[0]
+    router = node("sglpb-fleet-router").check_output("hostname -I").split()[0]
+    run = RESULTS / "molecule-fleet-tp16"
+    client_out = "\n".join(p.read_text() for p in sorted((run / "raw").glob("*/*/*.txt")))
+    assert f"http://{rank0}:30000/" in client_out, client_out[:2000]
+    assert f"http://{router}:" not in client_out and ":30080" not in client_out
+    title = (run / "report.md").read_text().splitlines()[0]
+    assert title == "# SGLang benchmark report: one server over 2 nodes (tp 16), at rank 0", title
