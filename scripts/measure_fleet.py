@@ -30,31 +30,20 @@ import json
 import os
 import resource
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
+import local_standins
 import playbook_run
 
 REPO = playbook_run.REPO
 FIXTURE = REPO / "tests" / "fixtures" / "nvidia-smi" / "rtxpro6000-8gpu-vm"
 
-# A client with bench_serving's command line: answers the role's probe and --help, then runs the
-# point against the server (threads, at most --max-concurrency in flight) and writes the result.
-CLIENT = r'''#!{python}
-import json, sys, threading, time, urllib.request
-args = sys.argv[1:]
-if args[:1] == ["-c"]:
-    print(json.dumps({{"serving": False, "version": "0.5.10.post1"}}))
-    sys.exit(0)
-if "--help" in args:
-    print("usage: bench_serving {flags}")
-    sys.exit(0)
+# The body of a client with bench_serving's command line (local_standins.write_client): it runs
+# the point against the server (threads, at most --max-concurrency in flight) and writes the result.
+CLIENT = r'''import threading, time, urllib.request
 opt = lambda name: args[args.index(name) + 1]
 url, prompts, conc = opt("--base-url"), int(opt("--num-prompts")), int(opt("--max-concurrency"))
 inp, out = int(opt("--random-input-len")), int(opt("--random-output-len"))
@@ -88,43 +77,16 @@ with open(opt("--output-file"), "a") as handle:
     handle.write(json.dumps(line) + "\n")
 print("done: %d requests in %.2f s" % (len(lat), took))
 '''
-FLAGS = ("--backend --base-url --dataset-name --random-input-len --random-output-len --random-range-ratio "
-         "--num-prompts --max-concurrency --request-rate --seed --warmup-requests --output-file --disable-tqdm "
-         "--tokenize-prompt --flush-cache")
-
-
-def free_ports(count):
-    socks = [socket.socket() for _ in range(count)]
-    for sock in socks:
-        sock.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for sock in socks:
-        sock.close()
-    return ports
 
 
 def start_standins(ports, logs, time_scale, distinct_kv=False):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_STANDIN_")}
-    env.update(PYTHONPATH=str(REPO / "standin"), SGLANG_STANDIN_STARTUP_DELAY="0.2",
-               SGLANG_STANDIN_TIME_SCALE=str(time_scale))
-    procs = []
-    for index, port in enumerate(ports):
-        if distinct_kv:  # a mixed fleet: each host's KV pool (so its capacity) differs
-            env["SGLANG_STANDIN_KV_TOKENS"] = str(495488 - 4096 * index)
-        with open(logs / f"standin-{port}.log", "wb") as out:
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "sglang_standin.launch_server", "--host", "127.0.0.1", "--port", str(port),
-                 "--model-path", "org/model", "--tp-size", "8"], stdout=out, stderr=subprocess.STDOUT, env=env))
-    for port in ports:
-        for _ in range(150):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)  # noqa: S310 (a local URL)
-                break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            sys.exit(f"the stand-in on port {port} did not answer: see {logs}")
-    return procs
+    # a mixed fleet (distinct_kv): each host's KV pool, so its capacity, differs
+    per_port = {port: {"SGLANG_STANDIN_KV_TOKENS": str(495488 - 4096 * index)}
+                for index, port in enumerate(ports)} if distinct_kv else None
+    try:
+        return local_standins.start(ports, logs, {"SGLANG_STANDIN_TIME_SCALE": str(time_scale)}, per_port)
+    except RuntimeError as exc:
+        sys.exit(str(exc))
 
 
 def load():
@@ -170,10 +132,8 @@ def main():
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sglpb-fleet-")) if args.keep is None else args.keep
     work.mkdir(parents=True, exist_ok=True)
-    client = work / "client-python"
-    client.write_text(CLIENT.format(python=sys.executable, flags=FLAGS))
-    client.chmod(0o755)
-    ports = free_ports(max(args.hosts))
+    client = local_standins.write_client(work / "client-python", CLIENT)
+    ports = local_standins.free_ports(max(args.hosts))
     procs = start_standins(ports, work, args.time_scale, args.distinct_kv)
     try:
         one, many = args.hosts
@@ -198,10 +158,7 @@ def main():
               f"{args.concurrencies}, SGLANG_STANDIN_TIME_SCALE {args.time_scale}, forks from ansible.cfg); "
               f"files in {work}")
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            proc.wait(10)
+        local_standins.stop(procs)
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
 

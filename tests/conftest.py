@@ -1,8 +1,11 @@
 """Shared pytest setup: make ./module_utils importable as ansible.module_utils.*,
 exactly as Ansible does for modules at run time (ansible.cfg: module_utils = ./module_utils),
-and run a module in-process as Ansible runs it (the run_module fixture)."""
+run a module in-process as Ansible runs it (the run_module fixture), and answer HTTP with JSON
+on a local port (the json_server fixture)."""
 import json
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import ansible.module_utils
@@ -36,3 +39,36 @@ def run_module(capsys, monkeypatch):
         return result
 
     return run
+
+
+@pytest.fixture
+def json_server():
+    """json_server({path: body, ...}): a server on a free loopback port that answers GET of each
+    path with its body as JSON (404 otherwise) until the test ends; returns the port."""
+    servers = []
+
+    def start(routes):
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                if self.path not in routes:
+                    self.send_error(404)
+                    return
+                body = json.dumps(routes[self.path]).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return server.server_address[1]
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()

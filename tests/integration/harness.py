@@ -10,7 +10,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
-import playbook_run  # noqa: E402  (scripts/ is not a package)
+import local_standins  # noqa: E402,F401  (scripts/ is not a package; the tests' stand-in servers)
+import playbook_run  # noqa: E402
 
 FIXTURE = REPO / "tests" / "fixtures" / "nvidia-smi" / "rtxpro6000-8gpu-vm"
 

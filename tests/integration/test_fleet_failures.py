@@ -5,15 +5,10 @@ host finishes (sglang_max_fail_percentage defaults to 100), the run fails, and t
 the other two missing with their reasons, its fleet totals incomplete. With
 -e sglang_max_fail_percentage=0 the first failure stops the play for every host."""
 import json
-import os
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
-from harness import BASE_VARS, REPO, run_playbook
+from harness import BASE_VARS, REPO, local_standins, run_playbook
 
 sys.path.insert(0, str(REPO / "scripts"))
 import measure_fleet  # noqa: E402  (the small client that stands in for bench_serving)
@@ -28,46 +23,21 @@ os.execv({client!r}, [{client!r}] + sys.argv[1:])
 """
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def standins(tmp_path_factory):
     """Ports: two stand-in servers, one where nothing listens, a stand-in whose KV cache holds 6
     requests of 32 + 32 tokens."""
-    logs = tmp_path_factory.mktemp("standins")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_STANDIN_")}
-    env.update(PYTHONPATH=str(REPO / "standin"), SGLANG_STANDIN_STARTUP_DELAY="0.2", SGLANG_STANDIN_TIME_SCALE="0.01")
-    ports, procs = [free_port(), free_port(), free_port(), free_port()], []
-    for port, kv in ((ports[0], None), (ports[1], None), (ports[3], "384")):
-        with open(logs / f"{port}.log", "wb") as out:
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "sglang_standin.launch_server", "--host", "127.0.0.1", "--port", str(port),
-                 "--model-path", "org/model", "--tp-size", "8"], stdout=out, stderr=subprocess.STDOUT,
-                env={**env, **({"SGLANG_STANDIN_KV_TOKENS": kv} if kv else {})}))
-    for port in (ports[0], ports[1], ports[3]):
-        for _ in range(150):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)  # noqa: S310 (a local URL)
-                break
-            except OSError:
-                time.sleep(0.2)
-    yield ports
-    for proc in procs:
-        proc.terminate()
-        proc.wait(10)
+    ports = local_standins.free_ports(4)
+    with local_standins.running([ports[0], ports[1], ports[3]], tmp_path_factory.mktemp("standins"),
+                                {"SGLANG_STANDIN_TIME_SCALE": "0.01"}, {ports[3]: {"SGLANG_STANDIN_KV_TOKENS": "384"}}):
+        yield ports
 
 
 def fleet(tmp_path, ports):
-    client = tmp_path / "client-python"
-    client.write_text(measure_fleet.CLIENT.format(python=sys.executable, flags=measure_fleet.FLAGS))
+    client = local_standins.write_client(tmp_path / "client-python", measure_fleet.CLIENT)
     failing = tmp_path / "failing-python"
     failing.write_text(FAILING.format(python=sys.executable, client=str(client)))
-    for path in (client, failing):
-        path.chmod(0o755)
+    failing.chmod(0o755)
     common = {"sglang_benchmark_client_python": str(client), "bench_results_dir": str(tmp_path / "results"),
               "sglang_benchmark_concurrencies": [4, 8], "sglang_benchmark_telemetry": False,
               "sglang_benchmark_input_len": 32, "sglang_benchmark_output_len": 32,

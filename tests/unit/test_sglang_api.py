@@ -1,7 +1,5 @@
 """module_utils.sglang_api: /server_info as SGLang returns it (api keys included), redacted."""
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from ansible.module_utils.redact import REDACTED
@@ -15,27 +13,8 @@ INFO = {"model_path": "m", "host": "0.0.0.0", "port": 30000, "api_key": "sk-serv
 
 
 @pytest.fixture
-def sglang_server():
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
-            if self.path != "/server_info":
-                self.send_error(404)
-                return
-            body = json.dumps(INFO).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    httpd = HTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+def sglang_server(json_server):
+    return f"http://127.0.0.1:{json_server({'/server_info': INFO})}"
 
 
 def test_server_info_comes_back_without_the_keys(sglang_server):
