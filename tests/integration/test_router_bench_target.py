@@ -5,8 +5,6 @@ lines, checked against the real client's --help, nothing run); the router is a s
 answers /readiness on this machine. The run's events (ansible-runner) give each dry run's
 command lines."""
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from harness import BASE_VARS, REPO, playbook_run
@@ -15,32 +13,9 @@ CLIENT = REPO / ".cache" / "client-venv" / "bin" / "python"
 SHOWN = "Show the plan and the client command lines"
 
 
-class Readiness(BaseHTTPRequestHandler):
-    """smg's /readiness with two healthy workers; anything else 404."""
-
-    def do_GET(self):  # noqa: N802 (http.server's name)
-        body = json.dumps({"status": "ready", "healthy_workers": 2, "total_workers": 2}).encode()
-        self.send_response(200 if self.path == "/readiness" else 404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def router():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Readiness)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
-
-
-def test_a_benchmark_after_one_through_the_router_goes_to_the_server(tmp_path, router):
+def test_a_benchmark_after_one_through_the_router_goes_to_the_server(tmp_path, json_server):
+    # smg's /readiness with two healthy workers
+    router = json_server({"/readiness": {"status": "ready", "healthy_workers": 2, "total_workers": 2}})
     if not CLIENT.exists():
         pytest.fail(f"SGLang's client venv is missing ({CLIENT}): run `make client-venv`")
     server = {**BASE_VARS, "sglang_benchmark_client": "rust", "sglang_benchmark_client_python": str(CLIENT),
