@@ -19,6 +19,7 @@ WORKERS=${WORKERS:-1 2}
 PROMPTS_PER_C=${PROMPTS_PER_C:-5}
 POLICY=${POLICY:-cache_aware}
 OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"
 concurrencies=("${@:-2048}")
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
