@@ -15,7 +15,14 @@ from ansible.module_utils.bench_results import (
     RECORD_KEYS,
     dumps_strict,
 )
-from ansible.module_utils.fleet import failed_hosts, fleet_hosts, fleet_kv, fleet_totals, missing_reason
+from ansible.module_utils.fleet import (
+    PLAY_HOSTS_SPEC,
+    failed_hosts,
+    fleet_hosts,
+    fleet_kv,
+    fleet_totals,
+    missing_reason,
+)
 from ansible.module_utils.result_store import ResultStoreError, RunStore
 from ansible.module_utils.search_report import pareto_png, search_summary
 from ansible.module_utils.sweep import STANDIN_PACE_MIN, capacity, kept_pace, median, pick_best
@@ -556,10 +563,7 @@ def main():
             "template": {"type": "path", "required": True},
             "plots": {"type": "bool", "default": True},
             "best_profile_file": {"type": "bool", "default": False},
-            "play_hosts": {"type": "dict", "options": {
-                "all": {"type": "list", "elements": "str", "required": True},
-                "active": {"type": "list", "elements": "str", "required": True},
-                "rank0": {"type": "dict", "default": {}}}},
+            "play_hosts": PLAY_HOSTS_SPEC,
             "host_errors": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,

@@ -6,7 +6,7 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.bench_results import dumps_strict, empty_record, point_record
-from ansible.module_utils.fleet import failed_hosts, hosts_with_missing
+from ansible.module_utils.fleet import PLAY_HOSTS_SPEC, failed_hosts, hosts_with_missing
 from ansible.module_utils.result_store import ResultStoreError, RunStore, new_run_id
 from ansible.module_utils.search_report import (
     build_search,
@@ -641,10 +641,7 @@ def main():
             "known_profiles": {"type": "dict", "default": {}},
             "hosts": {"type": "dict", "default": {}},
             "provenance": {"type": "dict", "default": {}},
-            "play_hosts": {"type": "dict", "options": {
-                "all": {"type": "list", "elements": "str", "required": True},
-                "active": {"type": "list", "elements": "str", "required": True},
-                "rank0": {"type": "dict", "default": {}}}},
+            "play_hosts": PLAY_HOSTS_SPEC,
             "dry_run": {"type": "bool", "default": False},
             "record": {"type": "dict"},
             "point": {"type": "dict"},

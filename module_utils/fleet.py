@@ -16,6 +16,13 @@ THROUGHPUTS = ("output_tps", "total_tps")
 # run.json's entry of a host that left the play before its sweep was planned.
 MISSING_BEFORE_SWEEP = "unreachable, or failed before the sweep: no results from this host"
 
+# The argument spec of the play_hosts option of the modules that call failed_hosts (bench_store,
+# bench_report): the play's hosts as Ansible sees them.
+PLAY_HOSTS_SPEC: dict[str, Any] = {"type": "dict", "options": {
+    "all": {"type": "list", "elements": "str", "required": True},
+    "active": {"type": "list", "elements": "str", "required": True},
+    "rank0": {"type": "dict", "default": {}}}}
+
 
 def failed_hosts(play_hosts_all: Iterable[str], play_hosts: Iterable[str],
                  is_rank0: Mapping[str, bool | None] | None = None) -> list[str]:
