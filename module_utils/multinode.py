@@ -29,7 +29,8 @@ class MultinodeError(ValueError):
     """Bad multi-node settings; the message names the variable and the fix."""
 
 
-def _positive_int(value: object, name: str) -> int:
+def positive_int(value: object, name: str) -> int:
+    """value as a whole number of at least 1, else MultinodeError naming name."""
     text = str(value).strip() if value is not None else ""
     if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
         raise MultinodeError(f"{name} must be a positive integer, got {value!r}")
@@ -79,15 +80,15 @@ def plan(host: str, nnodes: object, nodes: Sequence[str], server_args: Mapping[s
     reach it at (only rank 0's is used); ifnames: node -> its inter-node interface.
     Raises MultinodeError naming the variable and the fix.
     """
-    count = _positive_int(nnodes, "sglang_server_nnodes")
+    count = positive_int(nnodes, "sglang_server_nnodes")
     managed = [flag for flag in MANAGED_FLAGS if flag in server_args]
     if managed:
         raise MultinodeError(
             f"sglang_server_args sets {', '.join(managed)}: remove it; set sglang_server_nnodes "
             "(and sglang_server_dist_init_port) instead, each node's --node-rank and "
             "--dist-init-addr come from its place in the node group (sglang_server_nodes)")
-    tp = _positive_int(server_args.get("tp-size", 1), "sglang_server_args tp-size")
-    pp = _positive_int(server_args.get("pp-size", 1), "sglang_server_args pp-size")
+    tp = positive_int(server_args.get("tp-size", 1), "sglang_server_args tp-size")
+    pp = positive_int(server_args.get("pp-size", 1), "sglang_server_args pp-size")
     ranks = tp * pp
     single = {"nnodes": 1, "node_rank": 0, "rank0": host, "is_rank0": True, "nodes": [host],
               "gpus_per_node": ranks, "dist_init_addr": None, "dist_init_port": None,

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ansible.module_utils.multinode import init_addr, node_rank
+from ansible.module_utils.multinode import MultinodeError, init_addr, node_rank, positive_int
 
 # flags the role sets from its own variables (sglang_router_host, _port, ...)
 MANAGED_FLAGS = ("worker-urls", "policy", "host", "port", "prometheus-host", "prometheus-port", "api-key")
@@ -41,8 +41,10 @@ def _nnodes(value: Any) -> int | None:
     """value as a node count (a whole number of at least 1; unset: 1), else None."""
     if value is None or value == "":
         return 1
-    text = str(value).strip()
-    return None if isinstance(value, bool) or not text.isdigit() or int(text) < 1 else int(text)
+    try:
+        return positive_int(value, "sglang_server_nnodes")
+    except MultinodeError:
+        return None
 
 
 def _is_extra_rank(worker: Mapping[str, Any]) -> bool:
