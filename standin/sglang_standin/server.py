@@ -59,8 +59,11 @@ class Engine:
                 continue
             if self.crash_after is not None and self.served >= self.crash_after:
                 faults.scheduler_exception("crash", running=True)
-            # Keep to the modelled pace; when the CPU falls behind, don't bank the debt.
-            deadline = max(deadline, loop.time() - 0.05) + step.duration_s * self.time_scale
+            # A step ends a modelled duration after the last one did, or now if the CPU work
+            # between them (streaming the last step's tokens, taking new requests) took longer:
+            # SGLang streams in other processes while the GPU runs the next step, so a step
+            # costs max(GPU, CPU), not their sum; and a stall is not made up for by a burst.
+            deadline = max(deadline + step.duration_s * self.time_scale, loop.time())
             await asyncio.sleep(max(0.0, deadline - loop.time()))
             progressed = self.scheduler.complete(step)
             self._after_step(step, progressed)
@@ -457,11 +460,12 @@ class StandinServer:
         req, seed = self._new_request(prompt, params.get("max_new_tokens"))
         stream = bool(body.get("stream"))
         started = time.perf_counter()
+        output = tokenizer.Output(seed)
 
         def payload(count: int, finished: bool) -> dict:
-            ids = tokenizer.output_ids(seed, count)
+            ids, text = output.upto(count)
             return {
-                "text": tokenizer.decode(ids),
+                "text": text,
                 "output_ids": ids,
                 "meta_info": {
                     "id": req.rid,

@@ -45,8 +45,18 @@ def encode(text: str) -> list[int]:
     return [token_id(piece) for piece in text.split()]
 
 
+_SPACED_WORDS: list[str] = []  # " " + word(i) for every id, built on first use
+
+
+def _spaced_words() -> list[str]:
+    if not _SPACED_WORDS:
+        _SPACED_WORDS.extend(" " + word(i) for i in range(VOCAB_SIZE))
+    return _SPACED_WORDS
+
+
 def decode(ids: Iterable[int]) -> str:
-    return "".join(" " + word(i) for i in ids)
+    words = _spaced_words()
+    return "".join(words[i % VOCAB_SIZE] for i in ids)
 
 
 def vocabulary() -> dict:
@@ -57,3 +67,26 @@ def vocabulary() -> dict:
 def output_ids(seed: int, count: int, start: int = 0) -> list[int]:
     """Deterministic 'generated' token ids for a request."""
     return [(seed * 7919 + (start + i) * 104729) % VOCAB_SIZE for i in range(count)]
+
+
+class Output:
+    """A request's output so far, grown as tokens come: output_ids(seed, count) and its text,
+    without redoing the tokens already made on every streamed chunk (SGLang's /generate streams
+    the whole text and ids so far each time: redone from the start, that costs the stand-in's
+    CPU the square of the output length per request)."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+        self.ids: list[int] = []
+        self._pieces: list[str] = []
+        self._text = ""
+
+    def upto(self, count: int) -> tuple[list[int], str]:
+        """(ids, text) of the first count tokens; the ids are a fresh list."""
+        if count > len(self.ids):
+            new = output_ids(self.seed, count - len(self.ids), start=len(self.ids))
+            self.ids.extend(new)
+            self._text += decode(new)
+        if count < len(self.ids):
+            return self.ids[:count], decode(self.ids[:count])
+        return list(self.ids), self._text
