@@ -78,7 +78,6 @@ class Output:
     def __init__(self, seed: int):
         self.seed = seed
         self.ids: list[int] = []
-        self._pieces: list[str] = []
         self._text = ""
 
     def upto(self, count: int) -> tuple[list[int], str]:
