@@ -42,10 +42,11 @@ description:
     Points already recorded are left out, so a run_id run again resumes; a sweep that had
     already stopped at a plateau gets its remaining points as C(skipped). With C(dry_run) it
     writes nothing.
-  - C(action=store) appends one point's record - the client's, or one it makes for a point
-    that was over capacity or skipped - saves the raw client output beside it, and returns the
-    sweep's state after it (C(sweep) - stop at a plateau or a failure; module_utils/sweep.py
-    sweep_state).
+  - C(action=store) appends one point's records, one per host that ran it (C(entries); one call
+    for the whole fleet, so the controller runs one module per point, not one per host) - the
+    client's, or one it makes for a point that was over capacity or skipped - saves the raw client
+    output beside each, and returns each host's sweep state after it (C(hosts) - stop at a
+    plateau or a failure; module_utils/sweep.py sweep_state).
   - C(action=telemetry) appends the sweep's GPU telemetry windows (gpu_telemetry's) and keeps
     server log excerpts under the run's C(logs/).
   - C(action=search_spec) builds the tuning search from C(search) (C(sglang_tune_search)), the
@@ -163,14 +164,21 @@ options:
     description: action=plan - return the points and write nothing.
     type: bool
     default: false
-  record:
-    description: action=store - the client's record of the point; omit for a point not run.
-    type: dict
-  point:
-    description: action=store - the plan's point (max_concurrency, num_prompts, repeat, status, last_repeat).
-    type: dict
+  entries:
+    description:
+      - action=store - one point of every host that ran it (one call for the whole fleet) - per
+        host C({point, labels, run, sweep, trial}) - the plan's point (max_concurrency,
+        num_prompts, repeat, status, last_repeat, skip_reason), the labels of a record made here
+        (host, profile, run_id, standin), sglang_bench's result (C(record), C(raw) - suffix to
+        text, saved beside the record - and the point's window C(started)/C(finished), kept in the
+        record so that a resumed sweep can still summarise the point's GPU telemetry; skipped when
+        the point did not run), the sweep's state before the point (its C(reason) is why a point
+        not run was skipped) and a search trial's C({server_args, max_total_num_tokens,
+        max_running_requests, restart_s}), kept in the record with C(elapsed_s).
+    type: list
+    elements: dict
   labels:
-    description: action=store - host, profile, run_id, repeat, standin for a record made here.
+    description: action=startup_failed - C(standin) for the record made here.
     type: dict
     default: {}
   request_rate:
@@ -181,13 +189,6 @@ options:
     description: action=store - the client's backend, for a record made here.
     type: str
     default: sglang
-  skip_reason:
-    description: action=store - the point was not run because the sweep stopped; why.
-    type: str
-  raw:
-    description: action=store - raw outputs to save beside the record, suffix -> text.
-    type: dict
-    default: {}
   windows:
     description: action=telemetry - per point C({host, profile, max_concurrency, repeat, gpu}).
     type: list
@@ -197,12 +198,6 @@ options:
     description: action=telemetry - C({file name - text}) written to the run's C(logs/).
     type: dict
     default: {}
-  window:
-    description:
-      - action=store - the point's C({start, end}) (epoch seconds, sglang_bench's C(started) and
-        C(finished)), kept in the record as C(started)/C(finished) so that a resumed sweep can
-        still summarise the point's GPU telemetry.
-    type: dict
   search:
     description:
       - action=search_spec - C(sglang_tune_search) as the inventory gives it; action=validate,
@@ -224,11 +219,6 @@ options:
   failed_start:
     description: action=startup_failed - C({server_args, profile, failure_kind, error, elapsed_s}).
     type: dict
-  trial:
-    description:
-      - action=store - a search trial's C({server_args, max_total_num_tokens,
-        max_running_requests, restart_s}), kept in the record with C(elapsed_s).
-    type: dict
   files:
     description: action=files - C({file name - text}) written into the run directory.
     type: dict
@@ -248,15 +238,17 @@ EXAMPLES = r"""
   delegate_to: localhost
   register: planned
 
-- name: Append a point's record and learn whether the sweep goes on
+- name: Append a point's records (every host's, in one call) and learn whether each sweep goes on
   bench_store:
     action: store
     results_dir: "{{ bench_results_dir }}"
     run_id: "{{ run_id }}"
-    record: "{{ point.record }}"
-    point: "{{ item }}"
+    entries:
+      - {point: "{{ planned.points['gpu-1'][0] }}", labels: {host: gpu-1, profile: tuned, run_id: "{{ run_id }}"},
+         run: "{{ client_run }}", sweep: {stop: false, reason: null}}
     plateau_threshold: 0.03
   delegate_to: localhost
+  run_once: true
   register: stored
 """
 
@@ -316,12 +308,10 @@ resumed:
       start (epoch seconds) of the profile's points already run, where its log excerpt starts.
   type: dict
   returned: action=plan
-record:
-  description: The record appended (store).
-  type: dict
-  returned: action=store
-sweep:
-  description: After the point, C({stop, reason, peak_concurrency, peak_total_throughput}) (store).
+hosts:
+  description:
+    - Per host of C(entries) (store), C(record) - the record appended - and C(sweep) - the
+      host's sweep after the point, C({stop, reason, peak_concurrency, peak_total_throughput}).
   type: dict
   returned: action=store
 torn:
@@ -499,23 +489,22 @@ def _merge_run_json(store, provenance):
         store.write_run_json(merged, replace=True)
 
 
-def action_store(params):
-    store = _store(params)
-    point = dict(params.get("point") or {})
-    labels = dict(params.get("labels") or {}, repeat=point.get("repeat", 0))
+def _point_record(store, params, entry):
+    """The record of one host's point (its client's record; one made here for a point over capacity
+    or skipped), appended with its raw output beside it; returns (record, skip_reason or None)."""
+    point = dict(entry.get("point") or {})
+    labels = dict(entry.get("labels") or {}, repeat=point.get("repeat", 0))
+    run = entry.get("run") or {}
     options = {"backend": params["backend"], "input_len": params["input_len"],
                "output_len": params["output_len"], "request_rate": params["request_rate"]}
-    if params.get("record"):
-        record = dict(params["record"])
-        window = params.get("window") or {}
-        if window.get("start") is not None:
+    skip_reason = None
+    if run.get("record"):
+        record = dict(run["record"])
+        if run.get("started") is not None:
             # (the point's window: its telemetry is summarised when the sweep ends, or on resume)
-            record.update(started=float(window["start"]), finished=float(window.get("end") or window["start"]))
-        if params.get("trial"):  # (a search's point: its args and what its start reported)
-            record.update(trial_fields(params["trial"], record))
-    elif params.get("skip_reason"):
-        record = point_record("skipped", f"not run: the sweep stopped ({params['skip_reason']})",
-                              labels, point, options)
+            record.update(started=float(run["started"]), finished=float(run.get("finished") or run["started"]))
+        if entry.get("trial"):  # (a search's point: its args and what its start reported)
+            record.update(trial_fields(entry["trial"], record))
     elif point.get("status") == "over_capacity":
         record = point_record(
             "over_capacity",
@@ -524,22 +513,38 @@ def action_store(params):
             "was already above it (set sglang_benchmark_include_over_capacity to run it)",
             labels, point, options)
     else:
-        raise ValueError("action=store needs a record, a skip_reason or an over_capacity point")
+        # (not run: a point planned as skipped after a plateau, or one after the sweep stopped)
+        skip_reason = point.get("skip_reason") or (entry.get("sweep") or {}).get("reason")
+        if not skip_reason:
+            raise ValueError(f"action=store: {labels.get('host')}'s point at concurrency "
+                             f"{point.get('max_concurrency')} has no record, is not over capacity and "
+                             "the sweep did not stop")
+        record = point_record("skipped", f"not run: the sweep stopped ({skip_reason})", labels, point, options)
     raw_paths = {suffix: store.write_raw(record, suffix, text)
-                 for suffix, text in (params.get("raw") or {}).items() if text is not None}
+                 for suffix, text in (run.get("raw") or {}).items() if text is not None}
     if raw_paths:
         record["raw_path"] = raw_paths.get("jsonl") or raw_paths.get("txt")
         if record.get("status") == "failed" and record.get("error"):
             # (where to look: the client's own output, kept whole beside the record)
             record["error"] = f"{record['error']} [client output: {store.path}/{raw_paths.get('txt') or record['raw_path']}]"
-    record = store.append_record(record)
-    if params.get("skip_reason"):
-        state = {"stop": True, "reason": params["skip_reason"]}
-    else:
-        state = sweep_state(store.records(), record.get("host"), record.get("profile"), point,
-                            threshold_of(params), params.get("stop_on_failure"))
-    return {"record": json.loads(dumps_strict(record)), "run_id": store.run_id, "run_dir": store.path,
-            "sweep": state, "torn": store.torn, "changed": True}
+    return store.append_record(record), skip_reason
+
+
+def action_store(params):
+    """One point of every host that ran it: append each host's record, then each host's sweep state."""
+    store = _store(params)
+    stored = [(entry, *_point_record(store, params, entry)) for entry in params["entries"]]
+    records = store.records()
+    out = {}
+    for entry, record, skip_reason in stored:
+        host = (entry.get("labels") or {}).get("host") or record.get("host")
+        if skip_reason:
+            state = {"stop": True, "reason": skip_reason}
+        else:
+            state = sweep_state(records, host, record.get("profile"), entry.get("point") or {},
+                                threshold_of(params), params.get("stop_on_failure"))
+        out[host] = {"record": json.loads(dumps_strict(record)), "sweep": state}
+    return {"hosts": out, "run_id": store.run_id, "run_dir": store.path, "torn": store.torn, "changed": bool(out)}
 
 
 def action_telemetry(params):
@@ -643,26 +648,21 @@ def main():
             "provenance": {"type": "dict", "default": {}},
             "play_hosts": PLAY_HOSTS_SPEC,
             "dry_run": {"type": "bool", "default": False},
-            "record": {"type": "dict"},
-            "point": {"type": "dict"},
+            "entries": {"type": "list", "elements": "dict"},
             "labels": {"type": "dict", "default": {}},
             "request_rate": {"type": "str", "default": "inf"},
             "backend": {"type": "str", "default": "sglang"},
-            "skip_reason": {"type": "str"},
-            "raw": {"type": "dict", "default": {}},
             "windows": {"type": "list", "elements": "dict", "default": []},
             "logs": {"type": "dict", "default": {}},
-            "window": {"type": "dict"},
             "search": {"type": "dict"},
             "base_args": {"type": "dict", "default": {}},
             "host": {"type": "str"},
             "running": {"type": "dict"},
             "failed_start": {"type": "dict"},
-            "trial": {"type": "dict"},
             "files": {"type": "dict", "default": {}},
         },
         required_if=[("action", "plan", ("run_id", "concurrencies")),
-                     ("action", "store", ("run_id", "point")),
+                     ("action", "store", ("run_id", "entries")),
                      ("action", "telemetry", ("run_id",)),
                      ("action", "search", ("run_id", "search", "host")),
                      ("action", "startup_failed", ("run_id", "search", "host", "failed_start")),

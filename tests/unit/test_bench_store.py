@@ -21,11 +21,19 @@ def plan_params(tmp_path, run_id, **change):
             "hosts": {"h1": {"max_total_num_tokens": REF_KV, "profile": "tuned"}}, **change}
 
 
-def store_params(tmp_path, run_id, point, record=None, **change):
-    return dict({"results_dir": str(tmp_path), "run_id": run_id, "point": point, "record": record,
-                 "labels": {"host": "h1", "profile": "tuned", "run_id": run_id}, "raw": {},
-                 "input_len": 128, "output_len": 128, "request_rate": "inf", "backend": "sglang",
-                 "plateau_threshold": 0.03, "stop_on_failure": False, "skip_reason": None}, **change)
+def store_params(tmp_path, run_id, point, record=None, raw=None, window=None, skip_reason=None, host="h1"):
+    """action=store's params for one host's point, as point.yml passes them (sglang_bench's result as run)."""
+    run = {"record": record, "raw": raw or {}, "started": (window or {}).get("start"), "finished": (window or {}).get("end")}
+    return {"results_dir": str(tmp_path), "run_id": run_id, "input_len": 128, "output_len": 128,
+            "request_rate": "inf", "backend": "sglang", "plateau_threshold": 0.03, "stop_on_failure": False,
+            "entries": [{"point": point, "labels": {"host": host, "profile": "tuned", "run_id": run_id}, "run": run,
+                         "sweep": {"stop": bool(skip_reason), "reason": skip_reason}}]}
+
+
+def store_one(*args, **kwargs):
+    """action=store for one host's point: that host's {record, sweep}, and torn."""
+    out = bench_store.action_store(store_params(*args, **kwargs))
+    return dict(out["hosts"][kwargs.get("host", "h1")], torn=out["torn"])
 
 
 def ok_record(point, total):
@@ -79,15 +87,14 @@ def test_store_appends_at_once_and_resume_skips_done(tmp_path):
     params = plan_params(tmp_path, "r2", repeats=2)
     points = bench_store.action_plan(params)["points"]["h1"]
     assert len(points) == 4
-    out = bench_store.action_store(store_params(tmp_path, "r2", points[0], ok_record(points[0], 1400),
-                                               raw={"jsonl": "{}\n", "txt": "out"}))
+    out = store_one(tmp_path, "r2", points[0], ok_record(points[0], 1400), raw={"jsonl": "{}\n", "txt": "out"})
     lines = (tmp_path / "r2" / "records.jsonl").read_text().splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["raw_path"] == "raw/h1/tuned/c256-r0.jsonl"
     assert out["sweep"]["stop"] is False
     left = bench_store.action_plan(params)["points"]["h1"]
     assert [(p["max_concurrency"], p["repeat"]) for p in left] == [(256, 1), (512, 0), (512, 1)]
     failed = dict(ok_record(left[0], None), status="failed", error="boom")
-    bench_store.action_store(store_params(tmp_path, "r2", left[0], failed))
+    store_one(tmp_path, "r2", left[0], failed)
     assert len(bench_store.action_plan(params)["points"]["h1"]) == 3  # a failed point is run again
 
 
@@ -99,9 +106,9 @@ def test_plateau_stop_records_the_rest_as_skipped_and_a_resume_agrees(tmp_path):
     state = {"stop": False}
     for point in points:
         if state["stop"]:
-            out = bench_store.action_store(store_params(tmp_path, "r3", point, skip_reason=state["reason"]))
+            out = store_one(tmp_path, "r3", point, skip_reason=state["reason"])
         else:
-            out = bench_store.action_store(store_params(tmp_path, "r3", point, ok_record(point, totals[point["max_concurrency"]])))
+            out = store_one(tmp_path, "r3", point, ok_record(point, totals[point["max_concurrency"]]))
         state = out["sweep"]
     records = RunStore(str(tmp_path), "r3").records()
     assert [(r["max_concurrency"], r["status"]) for r in records] == [
@@ -116,23 +123,53 @@ def test_plateau_stop_records_the_rest_as_skipped_and_a_resume_agrees(tmp_path):
     assert "plateau" in rest[0]["skip_reason"]
 
 
+def test_one_store_call_records_every_hosts_point_and_answers_each_sweep(tmp_path):
+    """point.yml stores the point of every host in one call: each host's record is appended and
+    each host gets its own sweep state (h1 plateaus, h2 goes on, h3's sweep had stopped)."""
+    hosts = {h: {"max_total_num_tokens": None, "profile": "tuned"} for h in ("h1", "h2", "h3")}
+    points = bench_store.action_plan(plan_params(tmp_path, "f", concurrencies=[64, 128], hosts=hosts))["points"]
+    totals = {"h1": (1000, 1010), "h2": (1000, 1900)}
+    for index in range(2):
+        params = store_params(tmp_path, "f", points["h1"][index])
+        params["entries"] = [
+            {"point": points[h][index], "labels": {"host": h, "profile": "tuned", "run_id": "f"},
+             "run": {"record": dict(ok_record(points[h][index], totals[h][index]), host=h), "started": 10.0 + index}}
+            for h in ("h1", "h2")] + [
+            {"point": points["h3"][index], "labels": {"host": "h3", "profile": "tuned", "run_id": "f"},
+             "run": {"record": None}, "sweep": {"stop": True, "reason": "a failed point"}}]
+        out = bench_store.action_store(params)
+    assert sorted(out["hosts"]) == ["h1", "h2", "h3"]
+    assert out["hosts"]["h1"]["sweep"]["stop"] and "plateau" in out["hosts"]["h1"]["sweep"]["reason"]
+    assert not out["hosts"]["h2"]["sweep"]["stop"]
+    assert out["hosts"]["h3"]["sweep"] == {"stop": True, "reason": "a failed point"}
+    records = RunStore(str(tmp_path), "f").records()
+    assert [(r["host"], r["max_concurrency"], r["status"]) for r in records] == [
+        ("h1", 64, "ok"), ("h2", 64, "ok"), ("h3", 64, "skipped"), ("h1", 128, "ok"), ("h2", 128, "ok"),
+        ("h3", 128, "skipped")]
+    assert [r.get("started") for r in records[:2]] == [10.0, 10.0]
+    # A point with no record that neither was over capacity nor followed a stop is refused, naming it.
+    params["entries"] = [{"point": points["h1"][0], "labels": {"host": "h1"}, "run": {}, "sweep": {"stop": False}}]
+    with pytest.raises(ValueError, match="h1's point at concurrency 64 has no record"):
+        bench_store.action_store(params)
+
+
 def test_over_capacity_point_gets_its_own_record(tmp_path):
     points = bench_store.action_plan(plan_params(tmp_path, "r4", concurrencies=[2048, 4096]))["points"]["h1"]
     over = points[-1]
     assert over["status"] == "over_capacity"
-    out = bench_store.action_store(store_params(tmp_path, "r4", over))
+    out = store_one(tmp_path, "r4", over)
     assert out["record"]["status"] == "over_capacity" and "KV capacity of 1935" in out["record"]["error"]
     assert out["record"]["max_concurrency"] == 4096 and out["record"]["output_throughput"] is None
 
 
 def test_a_torn_tail_is_set_aside_before_the_next_append(tmp_path):
     points = bench_store.action_plan(plan_params(tmp_path, "r5"))["points"]["h1"]
-    bench_store.action_store(store_params(tmp_path, "r5", points[0], ok_record(points[0], 1000)))
+    store_one(tmp_path, "r5", points[0], ok_record(points[0], 1000))
     records = tmp_path / "r5" / "records.jsonl"
     with open(records, "a") as handle:
         handle.write('{"host": "h1", "status": "o')  # a controller killed mid-write
     assert len(RunStore(str(tmp_path), "r5").records()) == 1
-    out = bench_store.action_store(store_params(tmp_path, "r5", points[1], ok_record(points[1], 1500)))
+    out = store_one(tmp_path, "r5", points[1], ok_record(points[1], 1500))
     assert out["torn"] == str(records) + ".torn-1"
     assert (tmp_path / "r5" / "records.jsonl.torn-1").read_text() == '{"host": "h1", "status": "o'
     assert [r["max_concurrency"] for r in RunStore(str(tmp_path), "r5").records()] == [256, 512]
@@ -149,7 +186,7 @@ def test_a_corrupt_middle_line_names_the_file(tmp_path):
 def test_telemetry_is_appended_and_joined_into_the_records(tmp_path):
     points = bench_store.action_plan(plan_params(tmp_path, "r7"))["points"]["h1"]
     for point in points:
-        bench_store.action_store(store_params(tmp_path, "r7", point, ok_record(point, 1000)))
+        store_one(tmp_path, "r7", point, ok_record(point, 1000))
     before = (tmp_path / "r7" / "records.jsonl").read_text()
     gpu = [{"index": 0, "power_w_mean": 230.0}]
     out = bench_store.action_telemetry({"results_dir": str(tmp_path), "run_id": "r7", "logs": {"h1-tuned.log": "line\n"},
@@ -169,8 +206,7 @@ def test_a_resumed_plan_returns_what_the_interrupted_sweep_left_to_collect(tmp_p
     bench_store.action_plan(plan_params(tmp_path, "r"))
     points = bench_store.action_plan(plan_params(tmp_path, "r"))["points"]["h1"]
     for point, start in zip(points[:2], (1000.5, 1100.0), strict=True):
-        bench_store.action_store(store_params(tmp_path, "r", point, ok_record(point, 1000.0 * start),
-                                              window={"start": start, "end": start + 50}))
+        store_one(tmp_path, "r", point, ok_record(point, 1000.0 * start), window={"start": start, "end": start + 50})
     RunStore(tmp_path, "r").append_telemetry([{"host": "h1", "profile": "tuned", "max_concurrency": 256,
                                                "repeat": 0, "gpu": [{"index": 0}]}])
     resumed = bench_store.action_plan(plan_params(tmp_path, "r"))["resumed"]["h1"]

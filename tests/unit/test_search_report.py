@@ -116,13 +116,14 @@ class Driver:
                       "output_throughput": measured["output_throughput"], "ttft_ms": measured["ttft_ms"],
                       "tpot_ms": measured["tpot_ms"], "duration_s": measured["elapsed_s"]}
             stored = bench_store.action_store(dict(
-                self.params, action="store", record=record, point=step["point"], raw={}, window=None,
-                plateau_threshold=None, stop_on_failure=False, input_len=128, output_len=128,
-                request_rate="inf", backend="sglang", skip_reason=None,
-                trial={"server_args": args, "max_total_num_tokens": measured["max_total_num_tokens"],
-                       "max_running_requests": measured["max_running_requests"],
-                       "restart_s": 20 if step["restart_needed"] else 0}))
-            assert stored["record"]["server_args"] == args
+                self.params, action="store", plateau_threshold=None, stop_on_failure=False, input_len=128,
+                output_len=128, request_rate="inf", backend="sglang",
+                entries=[{"point": step["point"], "labels": {"host": self.host}, "run": {"record": record},
+                          "sweep": {"stop": False, "reason": None},
+                          "trial": {"server_args": args, "max_total_num_tokens": measured["max_total_num_tokens"],
+                                    "max_running_requests": measured["max_running_requests"],
+                                    "restart_s": 20 if step["restart_needed"] else 0}}]))
+            assert stored["hosts"][self.host]["record"]["server_args"] == args
         raise AssertionError("the search did not stop")
 
 
