@@ -20,7 +20,7 @@ case "${1:-up}" in
         "$image" /sbin/init >/dev/null
       echo "demo-hosts: started $h ($image)"
     done
-    ansible-playbook -i inventory/demo molecule/shared/prepare-fake-gpu.yml
+    ansible-playbook -i inventory/demo molecule/common/prepare-fake-gpu.yml
     ;;
   down)
     for h in "${hosts[@]}"; do podman rm -f -t 5 "$h" >/dev/null 2>&1 || true; done
