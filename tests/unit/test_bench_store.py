@@ -21,19 +21,19 @@ def plan_params(tmp_path, run_id, **change):
             "hosts": {"h1": {"max_total_num_tokens": REF_KV, "profile": "tuned"}}, **change}
 
 
-def store_params(tmp_path, run_id, point, record=None, raw=None, window=None, skip_reason=None, host="h1"):
+def store_params(tmp_path, run_id, point, record=None, raw=None, window=None, skip_reason=None):
     """action=store's params for one host's point, as point.yml passes them (sglang_bench's result as run)."""
     run = {"record": record, "raw": raw or {}, "started": (window or {}).get("start"), "finished": (window or {}).get("end")}
     return {"results_dir": str(tmp_path), "run_id": run_id, "input_len": 128, "output_len": 128,
             "request_rate": "inf", "backend": "sglang", "plateau_threshold": 0.03, "stop_on_failure": False,
-            "entries": [{"point": point, "labels": {"host": host, "profile": "tuned", "run_id": run_id}, "run": run,
+            "entries": [{"point": point, "labels": {"host": "h1", "profile": "tuned", "run_id": run_id}, "run": run,
                          "sweep": {"stop": bool(skip_reason), "reason": skip_reason}}]}
 
 
 def store_one(*args, **kwargs):
-    """action=store for one host's point: that host's {record, sweep}, and torn."""
+    """action=store for h1's point: h1's {record, sweep}, and torn."""
     out = bench_store.action_store(store_params(*args, **kwargs))
-    return dict(out["hosts"][kwargs.get("host", "h1")], torn=out["torn"])
+    return dict(out["hosts"]["h1"], torn=out["torn"])
 
 
 def ok_record(point, total):
