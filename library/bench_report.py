@@ -15,6 +15,7 @@ from ansible.module_utils.bench_results import (
     RECORD_KEYS,
     dumps_strict,
 )
+from ansible.module_utils.engine_args import engine_limit
 from ansible.module_utils.fleet import (
     PLAY_HOSTS_SPEC,
     failed_hosts,
@@ -25,7 +26,14 @@ from ansible.module_utils.fleet import (
 )
 from ansible.module_utils.result_store import ResultStoreError, RunStore
 from ansible.module_utils.search_report import pareto_png, search_summary
-from ansible.module_utils.sweep import STANDIN_PACE_MIN, capacity, kept_pace, median, pick_best
+from ansible.module_utils.sweep import (
+    STANDIN_PACE_MIN,
+    capacity,
+    kept_pace,
+    median,
+    pick_best,
+    resolve_server_args,
+)
 
 DOCUMENTATION = r"""
 ---
@@ -342,9 +350,49 @@ def kv_summary(run, records):
             cap = capacity(tokens, inp, out)
         except ValueError:
             cap = None
+        # what max-running-requests auto would run: never above the limit SGLang chose itself
+        # (a profile that ran without the flag on this host showed it)
+        limits = [engine_limit(h.get("differences") or []) for hosts in (run.get("profiles_in_effect") or {}).values()
+                  for name, h in (hosts or {}).items() if name == host]
+        limit = next((v for v in limits if v is not None), None)
+        recommended = cap
+        if cap and limit:
+            recommended = resolve_server_args({"max-running-requests": "auto"}, tokens, inp + out,
+                                              limit)["args"]["max-running-requests"]
         summary.append({"host": host, "max_total_num_tokens": tokens, "input_len": inp,
-                        "output_len": out, "capacity": cap})
+                        "output_len": out, "capacity": cap, "engine_limit": limit,
+                        "recommended": recommended})
     return summary
+
+
+def profiles_in_effect(run):
+    """Per profile, its server args as they took effect (run.json profiles_in_effect, written from
+    sglang_engine_args_info): the capped values in place of the asked ones and the args no code
+    of the engine reads left out, from the first host (by name) that reported them; as asked
+    where no host did. And per profile, one line that says what differed from the ask."""
+    asked = run.get("profiles") or {}
+    engine = run.get("profiles_in_effect") or {}
+    args_out, notes = {}, {}
+    for name, args in asked.items():
+        hosts = engine.get(name) or {}
+        facts = hosts[sorted(hosts)[0]] if hosts else None
+        if not facts:
+            args_out[name] = dict(args or {})
+            continue
+        inert = set(facts.get("inert") or [])
+        args_out[name] = {k: v for k, v in (facts.get("args") or args or {}).items() if k not in inert}
+        parts = []
+        for host in sorted(hosts):
+            for diff in hosts[host].get("differences") or []:
+                where = f" on {host}" if len(hosts) > 1 else ""
+                asked = "not set: SGLang's own choice" if diff["asked"] is None else f"{diff['asked']} asked"
+                parts.append(f"{diff['flag']} {diff['in_effect']} in effect{where} ({asked})")
+        passed = [f for f in sorted(inert) if (args or {}).get(f) not in (None, False)]
+        if passed:
+            parts.append("no effect: " + ", ".join(passed) + " (no code of the installed engine reads "
+                         + ("it" if len(passed) == 1 else "them") + ")")
+        notes[name] = "; ".join(parts)
+    return args_out, notes
 
 
 def differing_args(profiles):
@@ -524,11 +572,12 @@ def make_report(results_dir, title="SGLang benchmark report", baseline_profile=N
             search_pngs = pareto_png(search) if search else {}
         except ImportError:
             warnings.append("matplotlib is not installed on the controller: no PNG plots")
+    in_effect, profile_notes = profiles_in_effect(run)
     context = {
         "title": title, "standin": standin, "run": run, "tables": tables,
         "problems": problem_points(records), "kv": kv, "fleet": fleet,
         "search": search, "search_plot": next(iter(search_pngs), None),
-        "profile_args": differing_args(run.get("profiles") or {}),
+        "profile_args": differing_args(in_effect), "profile_notes": profile_notes,
         "plots": sorted(pngs), "repeats": any(c["repeats"] > 1 for t in tables
                                               for row in t["rows"]
                                               for c in row["cells"].values()),

@@ -9,8 +9,10 @@ from ansible.module_utils.bench_results import dumps_strict, empty_record, point
 from ansible.module_utils.fleet import PLAY_HOSTS_SPEC, failed_hosts, hosts_with_missing
 from ansible.module_utils.result_store import ResultStoreError, RunStore, new_run_id
 from ansible.module_utils.search_report import (
+    INERT_KEY,
     build_search,
     candidate_name,
+    host_search,
     max_steps,
     progress_line,
     trial_fields,
@@ -47,16 +49,19 @@ description:
     client's, or one it makes for a point that was over capacity or skipped - saves the raw client
     output beside each, and returns each host's sweep state after it (C(hosts) - stop at a
     plateau or a failure; module_utils/sweep.py sweep_state).
-  - C(action=telemetry) appends the sweep's GPU telemetry windows (gpu_telemetry's) and keeps
-    server log excerpts under the run's C(logs/).
+  - C(action=telemetry) appends the sweep's GPU telemetry windows (gpu_telemetry's), keeps each
+    window's raw samples (its C(raw), the client's whole process) beside the point's client output
+    (C(raw/HOST/PROFILE/cC-rR.gpu.csv)) and keeps server log excerpts under the run's C(logs/).
   - C(action=search_spec) builds the tuning search from C(search) (C(sglang_tune_search)), the
     inventory's args (C(base_args)), C(concurrencies) and the lengths
     (module_utils/search_report.py build_search) and returns it checked, with defaults filled.
   - C(action=search) returns the tuning search's next decision for C(host)
-    (module_utils/tune_search.py next_trial, on the host's records as its trials), the
-    candidate's name, the point to run, whether the server must restart, and the progress line
-    of the last trial. With C(provenance) it first writes or merges C(run.json) (the plan with
-    the search under C(plan.search)).
+    (module_utils/tune_search.py next_trial, on the host's records as its trials, with the
+    flags the host's engine never reads, run.json's C(search_inert_flags.<host>), as its
+    C(inert_flags)), the candidate's name, the point to run, whether the server must restart,
+    and the progress line of the last trial. With C(provenance) it first writes or merges
+    C(run.json) (the plan with the search under C(plan.search); C(search_inert_flags) from the
+    provenance).
   - C(action=startup_failed) appends a C(startup_failed) record (C(failed_start) - the args,
     the health wait's C(failure_kind), the message) and returns the next decision as
     C(action=search) does.
@@ -134,7 +139,9 @@ options:
     type: dict
     default: {}
   provenance:
-    description: run.json content besides the plan (plan, search); hosts and profiles are merged on resume.
+    description: >-
+      run.json content besides the plan (plan, search); hosts, profiles, profiles_in_effect and
+      search_inert_flags are merged on resume.
     type: dict
     default: {}
   play_hosts:
@@ -190,7 +197,9 @@ options:
     type: str
     default: sglang
   windows:
-    description: action=telemetry - per point C({host, profile, max_concurrency, repeat, gpu}).
+    description: >-
+      action=telemetry - per point C({host, profile, max_concurrency, repeat, gpu}), and C(raw),
+      the sampler's lines, when gpu_telemetry returned them.
     type: list
     elements: dict
     default: []
@@ -324,6 +333,11 @@ attached:
   returned: action=telemetry
 logs:
   description: Log excerpts written (telemetry).
+  type: list
+  elements: str
+  returned: action=telemetry
+raw_samples:
+  description: The raw telemetry files written, relative to the run (telemetry).
   type: list
   elements: str
   returned: action=telemetry
@@ -469,18 +483,27 @@ def resumed_windows(records, hosts):
         starts = [r["started"] for r in ran if r.get("profile") == profile]
         out[host] = {
             "windows": [{"host": host, "profile": r["profile"], "max_concurrency": r["max_concurrency"],
-                         "repeat": r["repeat"], "start": r["started"], "end": r.get("finished")}
+                         "repeat": r["repeat"], **_telemetry_span(r)}
                         for r in ran if r.get("gpu") is None],
             "log_since": int(min(starts)) if starts else None,
         }
     return out
 
 
+def _telemetry_span(record):
+    """A run point's telemetry window: the benchmark's interval its record names (telemetry_window),
+    else its client's process; raw_start/raw_end, the process, for the raw samples."""
+    window = record.get("telemetry_window") or {}
+    return {"start": window.get("start", record["started"]), "end": window.get("end", record.get("finished")),
+            "raw_start": record["started"], "raw_end": record.get("finished")}
+
+
 def _merge_run_json(store, provenance):
-    """On resume or a further profile, add hosts and profiles to run.json; the plan stays."""
+    """On resume or a further profile, add hosts and profiles (as asked and as they took effect)
+    to run.json; the plan stays."""
     existing = store.read_run_json()
     merged = dict(existing)
-    for key in ("hosts", "profiles"):
+    for key in ("hosts", "profiles", "profiles_in_effect", INERT_KEY):
         merged[key] = dict(existing.get(key) or {}, **(provenance.get(key) or {}))
     for host, facts in (existing.get("hosts") or {}).items():
         if "missing" not in facts and "missing" in merged["hosts"][host]:
@@ -549,10 +572,13 @@ def action_store(params):
 
 def action_telemetry(params):
     store = _store(params)
-    attached = store.append_telemetry(params.get("windows") or [])
+    windows = params.get("windows") or []
+    attached = store.append_telemetry(windows)
+    # (the samples of the client's whole process; the record's gpu summary covers its benchmark run)
+    samples = [store.write_raw(w, "gpu.csv", w["raw"]) for w in windows if w.get("raw")]
     written = [store.write_log(name, text) for name, text in sorted((params.get("logs") or {}).items())]
     return {"run_id": store.run_id, "run_dir": store.path, "attached": attached, "logs": written,
-            "changed": bool(attached or written)}
+            "raw_samples": samples, "changed": bool(attached or written or samples)}
 
 
 def action_search_spec(params):
@@ -567,6 +593,7 @@ def _decide(store, params):
     if not search or not params.get("host"):
         raise ValueError(f"action={params['action']} needs search (action=search_spec's) and host")
     trials = trials_of(store.records(), params["host"])
+    search = host_search(search, store.read_run_json(), params["host"])  # (its inert flags, from run.json)
     decision = next_trial(search, trials)
     base = search.get("base_args") or {}
     out = {"run_id": store.run_id, "run_dir": store.path, "action": decision["action"], "decision": decision,

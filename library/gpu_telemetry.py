@@ -32,7 +32,10 @@ description:
     root signals, or a link that root appends to). A missing directory is created with mode 0700.
   - C(windows) (with C(state=window) or C(state=stopped)) summarises many windows in one call,
     e.g. every point of a sweep when the sampler stops, so a sweep needs no per-point task on
-    the server host; each window comes back with its other keys and a C(gpu) list.
+    the server host; each window comes back with its other keys and a C(gpu) list. A window
+    with C(raw_start)/C(raw_end) also comes back with C(raw), the sampler's lines stamped
+    within them as written (for a sweep's point the summary covers the client's benchmark run,
+    C(start)..C(end), and C(raw) the client's whole process).
   - Without nvidia-smi, C(started) reports C(available=false) and the other states return
     an empty list; a benchmark never fails for telemetry.
 options:
@@ -62,7 +65,8 @@ options:
   windows:
     description:
       - Windows to summarise (state=window or stopped), each a dict with C(start) and C(end)
-        (epoch seconds) and any other keys, which are returned as they are.
+        (epoch seconds) and any other keys, which are returned as they are; C(raw_start) and
+        C(raw_end) (epoch seconds) ask for the raw lines of that span too.
     type: list
     elements: dict
 author:
@@ -93,7 +97,9 @@ gpu:
   type: list
   returned: state=window
 windows:
-  description: The C(windows) given, each with its C(gpu) list added.
+  description: >-
+    The C(windows) given, each with its C(gpu) list added (and C(raw), the sampler's
+    C(EPOCH|index, power, util, memory, sm clock) lines within C(raw_start)..C(raw_end), when given).
   type: list
   returned: when windows is given
 available:
@@ -140,8 +146,16 @@ def _float(value):
 
 
 def windows_of(text, windows):
-    """Each window dict with its gpu list added (start/end in epoch seconds)."""
-    return [dict(w, gpu=window(text, _float(w.get("start")), _float(w.get("end")))) for w in windows or []]
+    """Each window dict with its gpu list added (start/end in epoch seconds), and with C(raw), the
+    sampler's own lines within raw_start/raw_end, when the window has them."""
+    out = []
+    for w in windows or []:
+        item = dict(w, gpu=window(text, _float(w.get("start")), _float(w.get("end"))))
+        if w.get("raw_start") is not None or w.get("raw_end") is not None:
+            item["raw"] = "".join(line + "\n" for line in
+                                  _stamped(text, _float(w.get("raw_start")), _float(w.get("raw_end"))))
+        out.append(item)
+    return out
 
 
 def _read(path):
@@ -151,11 +165,10 @@ def _read(path):
         return handle.read()
 
 
-def window(text, start, end):
-    """Lines stamped within [start, end] -> the record's gpu list."""
-    lines = []
+def _stamped(text, start, end):
+    """The sampler's lines (``EPOCH|csv``) stamped within [start, end], as written."""
     for line in text.splitlines():
-        stamp, sep, rest = line.partition("|")
+        stamp, sep, _ = line.partition("|")
         if not sep:
             continue
         try:
@@ -163,7 +176,12 @@ def window(text, start, end):
         except ValueError:
             continue
         if (start is None or when >= start) and (end is None or when <= end):
-            lines.append(rest)
+            yield line
+
+
+def window(text, start, end):
+    """Lines stamped within [start, end] -> the record's gpu list."""
+    lines = [line.partition("|")[2] for line in _stamped(text, start, end)]
     return to_record_gpu(parse_telemetry_csv("\n".join(lines)))
 
 

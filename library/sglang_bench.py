@@ -26,9 +26,9 @@ from ansible.module_utils.bench_client import (
 )
 from ansible.module_utils.bench_results import (
     BenchParseError,
+    benchmark_window,
     dumps_strict,
-    parse_jsonl_line,
-    parse_stdout,
+    parse_client_output,
     point_record,
 )
 from ansible.module_utils.sweep import standin_pace
@@ -46,8 +46,10 @@ description:
     such as 0.5.10.post1) or the Rust client (C(python -m sglang.benchmark.rust_client)) - with
     fixed input/output lengths (C(--random-range-ratio 1.0)), C(--request-rate inf),
     C(--max-concurrency), a fixed seed, warm-up requests and a cache flush, under a timeout.
-    It parses the client's JSONL line (which may hold C(Infinity)), falling back to the stdout
-    result block, into one schema_version 1 record, and returns the raw output. A client that
+    It parses the client's JSONL line (which may hold C(Infinity)) into one schema_version 1
+    record, with the values the client printed but did not write (its C(Max ITL (ms)) line; the
+    record's C(from_stdout) lists them) taken from its stdout result block, which is read alone
+    when the JSONL fails; and it returns the raw output. A client that
     fails, times out or prints no result gives a record with C(status=failed) and C(error); the
     module itself does not fail, so a sweep can go on.
   - C(action=argv) returns the exact command line C(action=run) would run for these options,
@@ -208,12 +210,20 @@ client_version:
   type: str
   returned: action=check
 started:
-  description: Epoch seconds when the client started (the point's telemetry window).
+  description: Epoch seconds when the client process started.
   type: float
   returned: action=run
 finished:
-  description: Epoch seconds when the client ended.
+  description: Epoch seconds when the client process ended.
   type: float
+  returned: action=run
+window:
+  description: >-
+    The point's telemetry window C({start, end, seconds, source}), also the record's
+    C(telemetry_window) - the client's own benchmark run (C(source=benchmark): its reported
+    duration, ending when it wrote its JSONL), not the process's start (Python, tokenizer,
+    warm-up) and exit; the whole process (C(source=client)) when the client reported no duration.
+  type: dict
   returned: action=run
 client_seconds:
   description: Wall seconds the client ran.
@@ -442,18 +452,9 @@ def _client_env(params):
 
 
 def parse_result(stdout, jsonl_text):
-    """Record from the JSONL line, else from the stdout block; BenchParseError when neither."""
-    errors = []
-    if jsonl_text and jsonl_text.strip():
-        try:
-            return parse_jsonl_line(jsonl_text)
-        except BenchParseError as exc:
-            errors.append(f"JSONL: {exc}")
-    records = parse_stdout(stdout or "")
-    if records:
-        return records[-1]
-    errors.append("stdout: no 'Serving Benchmark Result' block")
-    raise BenchParseError("; ".join(errors))
+    """The JSONL line's record with what only the stdout block shows (module_utils/bench_results.py
+    parse_client_output); BenchParseError when neither holds a result."""
+    return parse_client_output(stdout, jsonl_text)
 
 
 def _standin_prediction(params, record):
@@ -503,7 +504,9 @@ def run_point(params, runner=subprocess.run, now=time.time):
     except ClientError as exc:
         error = str(exc)
     finished = now()
+    written = None
     if os.path.exists(output_file):
+        written = os.stat(output_file).st_mtime  # (the client writes it right after its run)
         with open(output_file, encoding="utf-8", errors="replace") as handle:
             jsonl_text = handle.read()
     shutil.rmtree(workdir, ignore_errors=True)
@@ -537,6 +540,8 @@ def run_point(params, runner=subprocess.run, now=time.time):
             record["status"] = "failed"
             record["error"] = (f"{lost} of {completed + lost} requests failed (the server stopped answering "
                                "or refused them); see the server's log")
+    # (the point's GPU telemetry covers the client's own run, not its start and exit)
+    record["telemetry_window"] = benchmark_window(started, finished, record.get("duration_s"), written)
     raw = {"txt": _tail(stdout + ("\n--- stderr ---\n" + stderr if stderr else ""))}
     if jsonl_text:
         raw["jsonl"] = _tail(jsonl_text)
@@ -601,7 +606,7 @@ def main():
     module.exit_json(changed=True, record=json.loads(dumps_strict(record)), raw=raw,
                      module=argv[2] if len(argv) > 2 else None,
                      argv=argv, cmd=shlex.join(argv), started=started, finished=finished,
-                     client_seconds=round(finished - started, 3))
+                     window=record["telemetry_window"], client_seconds=round(finished - started, 3))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,13 @@ description:
     the current invocation, or a log file), classifying each line as it arrives.
   - Fails fast, with C(failure_kind) and a log tail, when the server process exits or restarts,
     or when the log shows a fatal error (CUDA OOM, not enough memory for the KV cache, NCCL,
-    CUDA graph capture, port in use, a traceback).
+    CUDA graph capture, port in use, one of SGLang's fatal messages such as
+    C(Scheduler hit an exception) or C(Received sigquit from a child process)); the rules are
+    module_utils/sglang_log.py's, the same as sglang_log_info's.
+  - A traceback SGLang caught and went on from (it logs some at WARNING, e.g.
+    C(Can not initialize OpenAIServingResponses, error - Traceback ...) when openai-harmony is
+    missing) does not fail the wait; it is returned in C(caught_errors). A traceback counts
+    when the process exits with it the last thing logged.
   - Readiness must belong to the unit's current invocation (or the given PID) - the process
     listening on the port must be its main process or a descendant (module_utils/port_owner.py);
     a stale or foreign server answering on the port fails with C(failure_kind=foreign_server),
@@ -97,6 +103,13 @@ max_running_requests:
   description: max_running_requests the server logged at startup.
   type: int
   returned: when logged
+caught_errors:
+  description: >-
+    The exception lines of tracebacks the server logged and went on from (not failures), e.g.
+    C(ModuleNotFoundError: No module named 'openai_harmony').
+  type: list
+  elements: str
+  returned: always
 failure_kind:
   description: oom, not_enough_memory, nccl, cuda_graph, port_in_use, foreign_server, traceback, exited or timeout.
   type: str
@@ -125,8 +138,6 @@ from ansible.module_utils.port_owner import foreign_holders
 from ansible.module_utils.redact import redact_text
 from ansible.module_utils.sglang_api import probe
 from ansible.module_utils.sglang_log import LogWatcher
-
-FATAL_BEFORE_READY = ("oom", "not_enough_memory", "nccl", "cuda_graph", "port_in_use", "traceback")
 
 
 class UnitWatch:
@@ -305,6 +316,9 @@ def main():
             "max_total_num_tokens": state["max_total_num_tokens"],
             "max_running_requests": state["max_running_requests"],
             "context_len": state["context_len"],
+            # (a server that answers went on after a traceback still the last line read: caught)
+            "caught_errors": state["caught_errors"] + (
+                [watcher.pending_error] if extra.get("ready") and watcher.pending_error else []),
             "log_tail": list(tail),
             "url": url,
         }
@@ -350,18 +364,22 @@ def main():
         if ended:
             time.sleep(0.2)  # let the journal catch the last lines
             read_log()
+            watcher.end()  # the process is gone: a traceback it logged last is why
             kind = watcher.failure_kind or "exited"
             line = watcher.failure_line or ended
             module.fail_json(msg=f"SGLang server failed during startup ({kind}): {line}",
                              **result(ready=False, failure_kind=kind, failure_line=line, unit_state=ended))
-        if watcher.failure_kind in FATAL_BEFORE_READY:
+        # (only a fatal failure; a traceback still being logged waits for what follows it)
+        if watcher.failure_kind is not None:
             module.fail_json(
                 msg=f"SGLang server logged a fatal error ({watcher.failure_kind}): {watcher.failure_line}",
                 **result(ready=False, failure_kind=watcher.failure_kind, failure_line=watcher.failure_line))
         if time.monotonic() - start > p["timeout"]:
+            logged = watcher.pending_error or (watcher.caught_errors or [None])[-1]
             module.fail_json(
                 msg=f"SGLang server not healthy at {url} after {p['timeout']:.0f}s (still starting or hung); "
-                    "raise sglang_server_health_timeout if the model needs longer to load",
+                    "raise sglang_server_health_timeout if the model needs longer to load"
+                    + (f" (its last traceback: {logged})" if logged else ""),
                 **result(ready=False, failure_kind="timeout", failure_line=None))
         time.sleep(p["interval"])
 

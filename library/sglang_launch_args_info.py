@@ -14,8 +14,9 @@ description:
   - Turns the server args (the profile over C(sglang_server_args)) into the args the launch
     script runs with, and the KV capacity in requests.
   - C(max-running-requests) C(auto) becomes the KV capacity in requests of C(request_tokens)
-    tokens (C(kv_tokens // request_tokens)) once C(kv_tokens) is known, and is left out until
-    then (C(auto_pending)), so the first start runs without it. A C(false) or null value is
+    tokens (C(kv_tokens // request_tokens)), never above C(engine_limit) (the limit SGLang chose
+    itself at a start without the flag), once both are known, and is left out until then
+    (C(auto_pending)), so the first start runs without it and reports both. A C(false) or null value is
     left out (a flag not passed).
   - With C(help_text) (the installed server's C(--help)), C(unknown) lists the args, and the
     C(extra_names), that it does not know (module_utils/cli_help.py, the rule the benchmark
@@ -29,6 +30,11 @@ options:
     default: {}
   kv_tokens:
     description: The server's C(max_total_num_tokens); null or empty while unknown.
+    type: raw
+  engine_limit:
+    description:
+      - The running-request limit the server chose itself at a start without
+        C(max-running-requests) (C(/server_info) C(internal_states)); null or empty while unknown.
     type: raw
   request_tokens:
     description: Tokens a request holds (input + output), C(sglang_server_auto_request_tokens).
@@ -92,6 +98,7 @@ def main():
         argument_spec={
             "args": {"type": "dict", "default": {}},
             "kv_tokens": {"type": "raw"},
+            "engine_limit": {"type": "raw"},
             "request_tokens": {"type": "raw", "required": True},
             "help_text": {"type": "str"},
             "extra_names": {"type": "list", "elements": "str", "default": []},
@@ -100,7 +107,7 @@ def main():
     )
     p = module.params
     try:
-        result = resolve_server_args(p["args"], p["kv_tokens"], p["request_tokens"])
+        result = resolve_server_args(p["args"], p["kv_tokens"], p["request_tokens"], p["engine_limit"])
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     unknown = (unknown_flags(list(result["args"]) + p["extra_names"], p["help_text"])

@@ -16,7 +16,12 @@ description:
     C(journalctl -u UNIT > file)) and reports whether the server reached
     C(The server is fired up and ready to roll!), why it failed, and the capacity numbers the
     scheduler printed.
-  - Uses the same classifier as C(sglang_health). Reports, never fails on a readable log.
+  - Uses the same classifier as C(sglang_health) (module_utils/sglang_log.py). A traceback is a
+    failure when it belongs to one of SGLang's fatal paths (C(Scheduler hit an exception),
+    C(Received sigquit from a child process), ...) or when the log ends on it; one followed by
+    more of the server's log was caught (SGLang logs some at WARNING and goes on) and is
+    returned in C(caught_errors), not as a failure.
+  - Reports, never fails on a readable log.
   - Only reads; check mode returns the same result.
 options:
   path:
@@ -60,6 +65,13 @@ failure_kind:
   returned: always
   type: str
   sample: not_enough_memory
+caught_errors:
+  description: >-
+    The exception lines of tracebacks the server logged and went on from; not failures.
+  returned: always
+  type: list
+  elements: str
+  sample: ["ModuleNotFoundError: No module named 'openai_harmony'"]
 failure_line:
   description: The log message that shows the failure (prefixes removed); null without one.
   returned: always
@@ -122,6 +134,8 @@ def main():
     except OSError as exc:
         module.fail_json(msg=f"Cannot read the SGLang log {path}: {exc}")
 
+    # (the whole file is read: a traceback it ends on is the last thing the server logged)
+    watcher.end()
     # no "path" key: exit_json would add the file's owner/mode/size to the result
     module.exit_json(changed=False, tail=list(tail), **watcher.state())
 

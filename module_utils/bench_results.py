@@ -35,8 +35,16 @@ Optional keys (``OPTIONAL_KEYS``; absent unless a caller sets them):
     server_args dict: the server arguments the point ran against
     standin     bool: the numbers come from the stand-in engine, not a GPU
     started, finished
-                float: the point's window, epoch seconds on the client's host (the GPU
-                telemetry of the point is the sampler's lines within it)
+                float: the client process's lifetime, epoch seconds on the client's host
+    telemetry_window
+                {start, end, seconds, source}: the interval the point's GPU telemetry
+                summary covers (benchmark_window below): source
+                "benchmark" - the client's own run (its reported duration, ending when it
+                wrote its JSONL, or at its exit) - or "client" - the whole client process,
+                when the client reported no duration
+    from_stdout list of str: the values the client printed but left out of its JSONL,
+                taken from its stdout ("itl_ms.max": SGLang's clients print "Max ITL
+                (ms):" and write no max_itl_ms)
 """
 from __future__ import annotations
 
@@ -61,7 +69,8 @@ RECORD_KEYS = (
     "concurrency",
 ) + LATENCY_KEYS
 
-OPTIONAL_KEYS = ("gpu", "error", "raw_path", "server_args", "standin", "started", "finished")
+OPTIONAL_KEYS = ("gpu", "error", "raw_path", "server_args", "standin", "started", "finished",
+                 "telemetry_window", "from_stdout")
 GPU_KEYS = ("index", "power_w_mean", "power_w_max", "util_pct_mean",
             "mem_used_mib_max", "sm_clock_mhz_mean")
 STATUSES = ("ok", "failed", "over_capacity", "skipped")
@@ -393,6 +402,93 @@ def parse_stdout(text: str) -> list[dict[str, Any]]:
         if record["completed"] is not None or record["output_throughput"] is not None:
             records.append(record)
     return records
+
+
+# --------------------------------------------------------------------------
+# The point's telemetry window: the client's own run, not its process.
+# --------------------------------------------------------------------------
+def benchmark_window(started: float, finished: float, duration_s: Any,
+                     written: float | None = None) -> dict[str, Any]:
+    """The interval of a point's benchmark run, which its GPU telemetry summary covers.
+
+    The client's process (started..finished, epoch seconds) is mostly not the benchmark: it
+    starts Python, loads the tokenizer, sends warm-up requests and flushes the cache before the
+    run (~15 s; SGLang 0.5.11's client ran 27.8 s for a 10.2 s run), and exits seconds after it.
+    The run is the client's reported duration (Benchmark duration, JSONL "duration"), ending
+    when the client wrote its JSONL (``written``, the file's mtime: SGLang's client writes it
+    right after the run, the result block printed and /server_info asked) when that lies within
+    the process's life, else at the process's end. Without a positive duration (a failed point,
+    a client that reported none) it is the whole process, source "client".
+    """
+    started, finished = float(started), float(finished)
+    duration = _number(duration_s)
+    if not isinstance(duration, float) or duration <= 0:
+        return {"start": started, "end": finished, "seconds": round(finished - started, 3), "source": "client"}
+    # (a file's mtime may trail time.time() by a filesystem tick)
+    end = float(written) if written is not None and started <= written <= finished + 1 else finished
+    end = min(end, finished)
+    start = max(started, end - duration)
+    return {"start": round(start, 3), "end": round(end, 3), "seconds": round(end - start, 3), "source": "benchmark"}
+
+
+# --------------------------------------------------------------------------
+# Both: the JSONL line, with what only the stdout block shows.
+# --------------------------------------------------------------------------
+# Counts that tell one run from another: a JSONL line and a stdout block that differ in one of
+# them are not the same run, and are not merged.
+_SAME_RUN_KEYS = ("completed", "max_concurrency", "total_input_tokens", "total_output_tokens")
+# Not values the client measured: never taken from the other source.
+_NOT_FILLED = frozenset(("schema_version", "tool", "status", "host", "profile", "run_id", "repeat"))
+
+
+def fill_from(record: dict[str, Any], other: dict[str, Any]) -> list[str]:
+    """Fill the values ``record`` lacks (None) from ``other``, a record of the same run; ``record``
+    wins where both have one. Returns what was filled: record keys, and "KEY.STAT" for a latency
+    statistic ("itl_ms.max"). Nothing is filled when the two differ in a count (another run)."""
+    if any(record.get(k) is not None and other.get(k) is not None and record[k] != other[k]
+           for k in _SAME_RUN_KEYS):
+        return []
+    filled = []
+    for key in RECORD_KEYS:
+        if key in _NOT_FILLED or other.get(key) is None:
+            continue
+        if key in LATENCY_KEYS:
+            dist = dict(record.get(key) or dict.fromkeys(LATENCY_STATS))
+            for stat in LATENCY_STATS:
+                if dist.get(stat) is None and other[key].get(stat) is not None:
+                    dist[stat] = other[key][stat]
+                    filled.append(f"{key}.{stat}")
+            record[key] = dist
+        elif record.get(key) is None:
+            record[key] = other[key]
+            filled.append(key)
+    record["status"] = None
+    _finish(record)
+    return filled
+
+
+def parse_client_output(stdout: str, jsonl_text: str) -> dict[str, Any]:
+    """The record of one client run from what it wrote and printed: its JSONL line (full
+    precision; JSONL wins), with the values only its stdout block shows (SGLang's clients print
+    "Max ITL (ms):" and write no max_itl_ms; 0.5.11 and 0.5.23 alike) - listed in the record's
+    from_stdout - or the stdout block alone when the JSONL is missing or unreadable.
+    BenchParseError, naming both, when neither holds a result."""
+    errors = []
+    blocks = parse_stdout(stdout or "")
+    if jsonl_text and jsonl_text.strip():
+        try:
+            record = parse_jsonl_line(jsonl_text)
+        except BenchParseError as exc:
+            errors.append(f"JSONL: {exc}")
+        else:
+            filled = fill_from(record, blocks[-1]) if blocks else []
+            if filled:
+                record["from_stdout"] = filled
+            return record
+    if blocks:
+        return blocks[-1]
+    errors.append("stdout: no 'Serving Benchmark Result' block")
+    raise BenchParseError("; ".join(errors))
 
 
 def looks_like_jsonl(text: str) -> bool:

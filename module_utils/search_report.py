@@ -6,8 +6,11 @@ records, in the order they were appended, are its trials) and puts its answers i
 bench_store calls it while tune.yml searches, bench_report when it writes the report.
 
 A search run's run.json holds the search under plan.search (the validated search: its
-signature guards a resumed run_id) and each candidate's args under profiles.<candidate>,
-where a candidate is named by the args that differ from the base (candidate_name).
+signature guards a resumed run_id), each candidate's args under profiles.<candidate>,
+where a candidate is named by the args that differ from the base (candidate_name), and under
+search_inert_flags.<host> the search's flags that the host's installed engine never reads
+(sglang_engine_args_info, before the first decision): the search's inert_flags on that host,
+kept out of the plan, so a resumed run replays with them and the report shows them skipped.
 """
 from __future__ import annotations
 
@@ -18,13 +21,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible.module_utils.sweep import median
-from ansible.module_utils.tune_search import CDS, MRR, config_key, next_trial, validate
+from ansible.module_utils.tune_search import MRR, REMOVED_KEYS, config_key, next_trial, validate
 
 SEARCH_VAR = "sglang_tune_search"
 # Without a budget a search runs until every dimension is searched; these keep it bounded.
 DEFAULT_BUDGET = {"points": 20, "restarts": 8}
-SEARCH_KEYS = ("objective", "base_args", "dimensions", "decode_steps", "max_running_requests",
-               "budget", "noise", "repeats")
+SEARCH_KEYS = ("objective", "base_args", "dimensions", "max_running_requests", "budget", "noise", "repeats")
+INERT_KEY = "search_inert_flags"  # run.json: {host: [flags its engine never reads]}
 # The statuses of a search trial: a point (ok, failed) or a start that failed.
 TRIAL_STATUSES = ("ok", "failed", "startup_failed")
 MAX_STEPS = 200  # the loop's bound when the budget sets no points or restarts
@@ -40,7 +43,7 @@ def build_search(user: Any, base_args: Mapping[str, Any], concurrencies: list[An
     if not isinstance(user, Mapping):
         raise ValueError(f"{SEARCH_VAR} must be a mapping (objective, dimensions, budget, noise, "
                          f"repeats, ...), got {user!r}")
-    unknown = sorted(set(user) - set(SEARCH_KEYS))
+    unknown = sorted(set(user) - set(SEARCH_KEYS) - set(REMOVED_KEYS))  # (validate says why those went)
     if unknown:
         raise ValueError(f"{SEARCH_VAR}: unknown key(s) {', '.join(map(str, unknown))}; the keys are "
                          f"{', '.join(SEARCH_KEYS)}")
@@ -83,7 +86,7 @@ def max_steps(search: Mapping[str, Any]) -> int:
 
 def candidate_name(args: Mapping[str, Any], base: Mapping[str, Any]) -> str:
     """A short, stable name for a candidate: 'base', else each differing flag's initials and
-    value (max-running-requests 241, num-continuous-decode-steps 8 -> mrr241_ncds8); a hash is
+    value (max-running-requests 241, chunked-prefill-size 4096 -> cps4096_mrr241); a hash is
     added when two differing flags share their initials."""
     diff = differing(args, base)
     if not diff:
@@ -114,6 +117,14 @@ def differing(args: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any
 def describe(args: Mapping[str, Any], base: Mapping[str, Any]) -> str:
     diff = differing(args, base)
     return ", ".join(f"{k} {v}" for k, v in diff.items()) if diff else "the base args"
+
+
+def host_search(search: Mapping[str, Any], run: Mapping[str, Any] | None, host: str) -> dict[str, Any]:
+    """The search as it runs on host: with the flags its engine never reads (run.json's
+    search_inert_flags, written before its first decision) as inert_flags, when run.json has
+    them for the host."""
+    inert = ((run or {}).get(INERT_KEY) or {}).get(host)
+    return dict(search) if inert is None else dict(search, inert_flags=list(inert))
 
 
 def trials_of(records: list[dict[str, Any]], host: str) -> list[dict[str, Any]]:
@@ -261,7 +272,7 @@ def search_summary(run: Mapping[str, Any], records: list[dict[str, Any]]) -> dic
     search = (run.get("plan") or {}).get("search")
     if not search:
         return None
-    search = validate(search)
+    search = validate({k: v for k, v in search.items() if k not in REMOVED_KEYS})  # (a run from before)
     base = search["base_args"]
     pct = _pct(search)
     hosts = []
@@ -269,7 +280,7 @@ def search_summary(run: Mapping[str, Any], records: list[dict[str, Any]]) -> dic
         trials = trials_of(records, host)
         if not trials:
             continue
-        decision = next_trial(search, trials)
+        decision = next_trial(host_search(search, run, host), trials)
         by_name: dict[str, dict[str, Any]] = {}
         for entry in decision["path"]:
             name = candidate_name(entry["server_args"], base)
@@ -300,7 +311,7 @@ def search_summary(run: Mapping[str, Any], records: list[dict[str, Any]]) -> dic
                           "action": decision["action"], "candidate": candidate_name(decision["server_args"], base),
                           "load": decision.get("max_concurrency")},
                       "points": decision["points"], "restarts": decision["restarts"],
-                      "kv_capacity": decision.get("kv_capacity"),
+                      "kv_capacity": decision.get("kv_capacity"), "skipped": decision.get("skipped") or [],
                       "best": dict(best, name=candidate_name(best["server_args"], base),
                                    args=describe(best["server_args"], base)) if best else None,
                       "candidates": list(by_name.values()),
@@ -361,5 +372,5 @@ def pareto_png(summary: Mapping[str, Any]) -> dict[str, bytes]:
     return {"search-pareto.png": buffer.getvalue()}
 
 
-__all__ = ["CDS", "MRR", "build_search", "candidate_name", "max_steps", "pareto_png",
+__all__ = ["INERT_KEY", "MRR", "build_search", "candidate_name", "host_search", "max_steps", "pareto_png",
            "progress_line", "search_summary", "trial_fields", "trials_of"]

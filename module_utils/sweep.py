@@ -56,15 +56,20 @@ def capacity(max_total_num_tokens: Any, input_len: Any, output_len: Any) -> int:
     return tokens // (inp + out)
 
 
-def resolve_server_args(args: Mapping[str, Any] | None, kv_tokens: Any, request_tokens: Any) -> dict[str, Any]:
+def resolve_server_args(args: Mapping[str, Any] | None, kv_tokens: Any, request_tokens: Any,
+                        engine_limit: Any = None) -> dict[str, Any]:
     """The server args as the launch script runs them, and the KV capacity in requests.
 
     args: the profile over sglang_server_args. kv_tokens: the server's max_total_num_tokens,
     None until a start has reported it. request_tokens: sglang_server_auto_request_tokens.
+    engine_limit: the running-request limit the engine chose itself at a start without
+    max-running-requests (/server_info internal_states; SGLang sizes its request pool and
+    CUDA graphs for it: model_runner_kv_cache_mixin.py _resolve_max_num_reqs up to 0.5.13,
+    kv_cache_configurator.py resolve_max_num_reqs from 0.5.14), None until such a start.
 
     - capacity: kv_tokens // request_tokens, None while kv_tokens is unknown;
-    - max-running-requests: auto becomes that capacity, or is left out until it is known
-      (the first start runs without it: auto_pending);
+    - max-running-requests: auto becomes min(capacity, engine_limit), or is left out until both
+      are known (the first start runs without it, so it reports both: auto_pending);
     - a False or None value is left out (a flag not passed).
     Raises ValueError naming the variable to fix.
     """
@@ -77,19 +82,20 @@ def resolve_server_args(args: Mapping[str, Any] | None, kv_tokens: Any, request_
         raise ValueError(f"sglang_server_auto_request_tokens must be a positive integer, got {request_tokens!r}")
     tokens = _positive_int(kv_tokens)
     kv_capacity = None if tokens is None else tokens // request
+    limit = _positive_int(engine_limit)
     auto = isinstance(args.get("max-running-requests"), str) and args["max-running-requests"].strip() == "auto"
     if auto and kv_capacity == 0:
         raise ValueError(f"max-running-requests: auto: a KV cache of {tokens} tokens holds no request of "
                          f"{request} tokens; lower sglang_server_auto_request_tokens or set a number")
+    pending = auto and (kv_capacity is None or limit is None)
     resolved = {}
     for key, value in args.items():
         if key == "max-running-requests" and auto:
-            value = kv_capacity
+            value = None if pending else min(kv_capacity, limit)
         if value is None or value is False:
             continue
         resolved[key] = value
-    return {"args": resolved, "capacity": kv_capacity, "auto": auto,
-            "auto_pending": auto and kv_capacity is None}
+    return {"args": resolved, "capacity": kv_capacity, "auto": auto, "auto_pending": pending}
 
 
 def validate_plan(concurrencies: Any, num_prompts: Any = None, input_len: Any = None,

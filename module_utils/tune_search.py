@@ -13,33 +13,44 @@ The search, a coordinate climb over ordered dimensions:
 1. The first start runs the base args at the first load; it reports the KV pool, from which
    the KV capacity in requests (sweep.capacity) and max-running-requests' candidates (below,
    at and above that capacity, never above the top load) follow.
-2. Dimensions in order: max-running-requests, num-continuous-decode-steps, then the user's.
+2. Dimensions in order: those that change the KV pool, max-running-requests, then the
+   user's. A dimension whose flag the installed engine never reads (inert_flags: no code of
+   it reads the field) is not searched: it is listed as skipped and costs no restart.
    Along each, from the incumbent's value, the neighbour up is tried; while it is better the
    climb goes on up; when the first step up is not better, it tries down the same way. A step
    within noise but above the incumbent is crossed once (the next value is tried against the
-   incumbent), so a run of small gains is not lost (throughput objective). Each candidate is one restart and as few
-   points as the decision needs.
-3. A candidate is measured first where the incumbent was best: a throughput objective needs
+   incumbent), so a run of small gains is not lost (throughput objective). Each candidate is
+   one restart and as few points as the decision needs.
+3. No candidate runs whose effective args equal those of a configuration already measured:
+   the effective args leave out inert flags, and take max-running-requests as the engine ran
+   it. Every start reports the limit in effect (a trial's max_running_requests); a start whose
+   ask ran lower teaches the search that cap for its KV pool (the same KV_FLAGS values), and
+   a later ask at or above the cap counts as the cap (an unset ask as the default a start of
+   that pool reported): a candidate that would run as a configuration already measured is
+   listed as not run, without a restart. Nothing here knows a release's rule: the engine's
+   reports are the only source.
+4. A candidate is measured first where the incumbent was best: a throughput objective needs
    only that point; for an SLO objective a candidate that fails the SLO there cannot beat the
    incumbent and is dropped at once, otherwise the next load up decides.
-4. Comparisons use medians with their spread (half the min-max range of the repeats): a
+5. Comparisons use medians with their spread (half the min-max range of the repeats): a
    difference within max(noise x the larger median, the spreads) is repeated (on the running
    candidate: no restart) up to `repeats` samples and is otherwise reported as within noise;
    the incumbent then stays. A candidate that wins on one sample is measured once more
    before it becomes the incumbent (no later comparison against one lucky sample).
-5. A start that fails for memory (oom, not_enough_memory) is recorded with its kind; the
+6. A start that fails for memory (oom, not_enough_memory) is recorded with its kind; the
    search backs off: halfway back to the incumbent's value on that dimension (or, for the
    first start, mem-fraction-static down for oom, up for not enough memory), and goes on.
-6. Loads come from sweep.plan_points, so no point runs that the KV capacity rules out.
-7. The budget (points, restarts, minutes) stops the search with the best so far.
+7. Loads come from sweep.plan_points, so no point runs that the KV capacity rules out.
+8. The budget (points, restarts, minutes) stops the search with the best so far.
 
 A search (validate() checks and fills it):
   objective: {kind: throughput, concurrency: C}
            | {kind: slo, percentile: p99, ttft_ms: 2000, tpot_ms: 100, loads: [...]}
   base_args: the server args every candidate starts from
   dimensions: [{flag, values: [...]}, ...]    further dimensions, in order
-  decode_steps: [1, 2, 4, 8, 16]              num-continuous-decode-steps' values ([] = off)
   max_running_requests: true                  the built-in dimension on or off
+  inert_flags: [flag, ...]                    flags (dash form) the installed engine never
+                                              reads (sglang_engine_args_info); default none
   input_len, output_len: the benchmark's request lengths (the KV capacity's unit)
   budget: {points, restarts, minutes}         each optional
   noise: 0.015, repeats: 3
@@ -47,8 +58,10 @@ A trial (a result record, with these keys at least):
   server_args: the args it ran with (as proposed); max_concurrency: the load;
   status: ok | failed (the point failed) | startup_failed (with failure_kind);
   output_throughput; ttft_ms and tpot_ms: {median, p90, p99, ...};
-  max_total_num_tokens: the KV pool the start reported; max_running_requests: the limit the
-  server reported (optional: places a server default on max-running-requests' axis);
+  max_total_num_tokens: the KV pool the start reported; max_running_requests: the limit in
+  effect the server reported per DP rank (/server_info internal_states[0]
+  .effective_max_running_requests_per_dp; optional: places a server default on
+  max-running-requests' axis and teaches the search a cap);
   elapsed_s: optional, for the minutes budget.
 """
 from __future__ import annotations
@@ -61,10 +74,16 @@ from typing import Any
 from ansible.module_utils.sweep import capacity, median, plan_points
 
 MRR = "max-running-requests"
-CDS = "num-continuous-decode-steps"
 MFS = "mem-fraction-static"
 KV_FLAGS = (MFS, "max-total-tokens", "kv-cache-dtype", "context-length")  # they change the KV pool
-DECODE_STEPS = [1, 2, 4, 8, 16]
+#: Keys a search no longer takes, and why (validate refuses them with the reason).
+REMOVED_KEYS = {
+    "decode_steps": "--num-continuous-decode-steps has no effect in SGLang: every release from "
+                    "0.4.10 to 0.5.23 declares and parses it and no other code reads it (the "
+                    "scheduler runs one decode step per round whatever its value); remove "
+                    "decode_steps from the search",
+}
+INERT_REASON = "no code of the installed SGLang reads it"
 SLO_LOADS = [16, 32, 64, 128, 256, 512, 1024, 1536, 2048, 3072, 4096]
 MEMORY_FAILURES = ("oom", "not_enough_memory")
 MFS_STEP = 0.03  # the first start's back-off of mem-fraction-static
@@ -81,6 +100,9 @@ def validate(search: Any) -> dict[str, Any]:
     if not isinstance(search, Mapping):
         raise ValueError(f"search must be a mapping, got {search!r}")
     s = dict(search)
+    for key, why in REMOVED_KEYS.items():
+        if key in s:
+            raise ValueError(f"search.{key}: {why}")
     objective = dict(s.get("objective") or {"kind": "throughput"})
     kind = objective.get("kind", "throughput")
     if kind == "throughput":
@@ -115,17 +137,18 @@ def validate(search: Any) -> dict[str, Any]:
         if not isinstance(dim, Mapping) or not isinstance(dim.get("flag"), str) \
                 or not isinstance(dim.get("values"), list) or not dim["values"]:
             raise ValueError(f"each of search.dimensions needs a flag and a non-empty list of values, got {dim!r}")
-        if dim["flag"] in (MRR, CDS):
-            raise ValueError(f"search.dimensions: {dim['flag']} is built in; set search.decode_steps "
-                             "or search.max_running_requests instead")
+        if dim["flag"] == MRR:
+            raise ValueError(f"search.dimensions: {MRR} is built in; set search.max_running_requests "
+                             "(true or false) instead")
     # a dimension is an ordered axis: numbers ascending, other values in the order given
     s["dimensions"] = [{"flag": d["flag"], "values": sorted(set(d["values"])) if _numbers(d["values"])
                         else list(d["values"])} for d in dims]
-    steps = s.get("decode_steps", DECODE_STEPS)
-    if not isinstance(steps, list) or not _numbers(steps):
-        raise ValueError(f"search.decode_steps must be a list of integers, got {steps!r}")
-    s["decode_steps"] = sorted({int(v) for v in steps})
     s["max_running_requests"] = bool(s.get("max_running_requests", True))
+    inert = s.get("inert_flags") or []
+    if not isinstance(inert, list) or not all(isinstance(f, str) for f in inert):
+        raise ValueError(f"search.inert_flags must be a list of flags (the installed engine's inert "
+                         f"ones, sglang_engine_args_info), got {inert!r}")
+    s["inert_flags"] = sorted({f.lstrip("-") for f in inert})
     for key in ("input_len", "output_len"):
         value = s.get(key)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -147,6 +170,19 @@ def validate(search: Any) -> dict[str, Any]:
 
 def config_key(args: Mapping[str, Any]) -> str:
     return json.dumps(args, sort_keys=True, default=str)
+
+
+def pool_key(args: Mapping[str, Any]) -> str:
+    """What identifies a start's KV pool: its KV_FLAGS values."""
+    return config_key({flag: args.get(flag) for flag in KV_FLAGS})
+
+
+def _dp(args: Mapping[str, Any]) -> int:
+    """The DP ranks a start divides max-running-requests among (the limit is reported per rank)."""
+    try:
+        return max(1, int(args.get("dp-size") or 1))
+    except (TypeError, ValueError):
+        return 1
 
 
 def spread(samples: list[float]) -> float:
@@ -195,6 +231,11 @@ class _Search:
         self.first_capacity: int | None = None
         self.path: list[dict[str, Any]] = []
         self.incumbent: dict[str, Any] | None = None
+        self.inert = set(search["inert_flags"])
+        # what the starts so far reported of max-running-requests, per KV pool (pool_key): the
+        # limit an unset ask ran with, and the cap an ask above it ran with
+        self.mrr_default: dict[str, int] = {}
+        self.mrr_cap: dict[str, int] = {}
 
     # -- the trials ------------------------------------------------------------
     def _start_failure(self, args: dict[str, Any]) -> dict[str, Any] | None:
@@ -233,6 +274,41 @@ class _Search:
         self.consumed.append(trial)
         if self.first_capacity is None and trial.get("max_total_num_tokens"):
             self.first_capacity = self._capacity(trial)
+        self._learn_limit(trial)
+
+    def _learn_limit(self, trial: dict[str, Any]) -> None:
+        """What a start reported of max-running-requests: the default of its KV pool when it asked
+        for none, the engine's cap for that pool when it ran with less than it asked for."""
+        ran, args = trial.get("max_running_requests"), trial.get("server_args") or {}
+        if trial.get("status") == "startup_failed" or not _numbers([ran]):
+            return
+        ran, pool, asked = int(ran) * _dp(args), pool_key(args), args.get(MRR)
+        if asked is None:
+            self.mrr_default.setdefault(pool, ran)
+        elif _numbers([asked]) and ran < asked:
+            self.mrr_cap[pool] = min(ran, self.mrr_cap.get(pool, ran))
+
+    def effective(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The args as the engine runs them, as far as the starts so far tell: inert flags left
+        out, max-running-requests as a start of the same KV pool ran it (an unset ask: the default
+        it reported; an ask at or above a cap it reported: the cap)."""
+        out = {k: v for k, v in args.items() if k not in self.inert}
+        pool, asked = pool_key(args), args.get(MRR)
+        if asked is None and pool in self.mrr_default:
+            out[MRR] = self.mrr_default[pool]
+        elif _numbers([asked]) and pool in self.mrr_cap and asked >= self.mrr_cap[pool]:
+            out[MRR] = self.mrr_cap[pool]
+        return out
+
+    def measured_twin(self, args: dict[str, Any]) -> dict[str, Any] | None:
+        """Other args already measured whose effective args equal these (None when none)."""
+        key, effective = config_key(args), config_key(self.effective(args))
+        for trial in self.consumed:
+            other = trial.get("server_args") or {}
+            if trial.get("status") in ("ok", "failed") and config_key(other) != key \
+                    and config_key(self.effective(other)) == effective:
+                return other
+        return None
 
     def _capacity(self, trial: dict[str, Any]) -> int | None:
         tokens = trial.get("max_total_num_tokens")
@@ -386,8 +462,7 @@ class _Search:
         started = next((t for t in self.consumed[::-1] if config_key(t.get("server_args") or {}) == config_key(args)
                         and t.get("status") != "startup_failed"), {})
         return {"args": args, "label": label, "load": load, "values": values, "samples": samples,
-                "verdict": verdict, "better": better, "capacity": self._capacity(started),
-                "effective_mrr": started.get("max_running_requests")}
+                "verdict": verdict, "better": better, "capacity": self._capacity(started)}
 
     def _record(self, result: dict[str, Any], kept: bool) -> None:
         values = result["values"]
@@ -399,6 +474,29 @@ class _Search:
                           "load": result["load"], "points": points,
                           "output_throughput": round(median(values), 1) if values else None,
                           "spread": round(spread(values), 1), "verdict": result["verdict"], "kept": kept})
+
+    def _same_as_measured(self, args: dict[str, Any], label: str) -> bool:
+        """True, with the candidate on the path as not run, when its effective args equal those of
+        a configuration already measured: another start would measure the same server."""
+        twin = self.measured_twin(args)
+        if twin is None:
+            return False
+        def ask(other: dict[str, Any]) -> str:
+            return "unset" if other.get(MRR) is None else str(other[MRR])
+        why = []
+        for flag in sorted(set(args) | set(twin)):
+            if args.get(flag) == twin.get(flag):
+                continue
+            if flag in self.inert:
+                why.append(f"{flag}: {INERT_REASON}")
+            elif flag == MRR:
+                why.append(f"{MRR} {ask(args)} runs as {self.effective(args)[MRR]}, as {ask(twin)} did")
+        same = next((p["candidate"] for p in self.path if config_key(p["server_args"]) == config_key(twin)),
+                    "a configuration measured")
+        self.path.append({"candidate": label, "server_args": args, "vs": self.incumbent["label"], "load": None,
+                          "points": 0, "output_throughput": None, "spread": 0.0, "kept": False,
+                          "verdict": f"not run: in effect the same as {same} ({'; '.join(why)})"})
+        return True
 
     def _failed(self, args: dict[str, Any], label: str, kind: str) -> None:
         vs = self.incumbent["label"] if self.incumbent is not None else None
@@ -429,14 +527,24 @@ class _Search:
             self.climb(flag)
         raise _Stop("every dimension searched")
 
-    def order(self) -> list[str]:
-        """The dimensions' flags in the order they are climbed: those that change the KV pool
-        first (max-running-requests' candidates derive from it), then the built-in ones."""
+    def flags(self) -> list[str]:
+        """Every dimension's flag in climbing order: those that change the KV pool first
+        (max-running-requests' candidates derive from it), then max-running-requests, then the
+        user's others."""
         user = [d["flag"] for d in self.s["dimensions"]]
         flags = [f for f in user if f in KV_FLAGS]
         flags += [MRR] if self.s["max_running_requests"] else []
-        flags += [CDS] if self.s["decode_steps"] else []
         return flags + [f for f in user if f not in KV_FLAGS]
+
+    def order(self) -> list[str]:
+        """The dimensions climbed: those whose flag the engine reads."""
+        return [f for f in self.flags() if f not in self.inert]
+
+    def skipped(self) -> list[dict[str, Any]]:
+        """The dimensions not searched, with their values and why."""
+        values = {d["flag"]: d["values"] for d in self.s["dimensions"]}
+        return [{"flag": f, "values": values.get(f, []), "reason": INERT_REASON}
+                for f in self.flags() if f in self.inert]
 
     def top_load(self) -> int:
         """The highest load the next candidates run: beyond it max-running-requests cannot matter."""
@@ -456,13 +564,9 @@ class _Search:
                 return None
             top = self.top_load()
             values = sorted({min(v, top) for v in (max(1, cap // 2), cap, cap + cap // 4)})
-            if current is None:
-                current = self.incumbent.get("effective_mrr")
+            current = self.effective(self.incumbent["args"]).get(MRR)  # (as the incumbent's start ran it)
             current = min(current, top) if _numbers([current]) and current is not None else None
             return values, min(cap, top), current
-        if flag == CDS:
-            steps = self.s["decode_steps"]
-            return steps, steps[len(steps) // 2], current
         values = next(d["values"] for d in self.s["dimensions"] if d["flag"] == flag)
         return values, values[len(values) // 2], current
 
@@ -508,6 +612,8 @@ class _Search:
         'leaning' (within noise, its median above the incumbent's) or 'no'."""
         args = {**self.incumbent["args"], flag: value}
         label = f"{flag} {value}"
+        if self._same_as_measured(args, label):
+            return "no"
         try:
             result = self.evaluate(args, label)
         except _StartFailed as failed:
@@ -521,6 +627,8 @@ class _Search:
                 return "no"
             args = {**self.incumbent["args"], flag: half}
             label = f"{flag} {half} (backed off from {value}: {failed.kind})"
+            if self._same_as_measured(args, label):
+                return "no"
             try:
                 result = self.evaluate(args, label, backoff=True)
             except _StartFailed as again:
@@ -566,17 +674,19 @@ def candidates(search: Mapping[str, Any], kv_capacity: int | None) -> dict[str, 
     state = _Search(validate(search), [])
     state.first_capacity = kv_capacity
     state.incumbent = {"args": state.s["base_args"], "load": None}
-    return {flag: dim[0] for flag in state.order() if (dim := state.dimension(flag)) is not None}
+    return {flag: dim[0] for flag in state.flags() if (dim := state.dimension(flag)) is not None}
 
 
 def next_trial(search: Mapping[str, Any], trials: list[dict[str, Any]]) -> dict[str, Any]:
     """The next trial to run, or the decision to stop with the best found.
 
     Returns {action: run | repeat | backoff | stop, server_args, max_concurrency, restart,
-    reason, points, restarts, kv_capacity, best, path}: run/repeat/backoff name one point
-    (restart: the server must restart with server_args first); stop carries the best
+    reason, points, restarts, kv_capacity, best, path, skipped}: run/repeat/backoff name one
+    point (restart: the server must restart with server_args first); stop carries the best
     configuration (server_args, its load, median output tok/s and spread, the candidates
-    within noise of it) and the path (every candidate, its points and verdict).
+    within noise of it) and the path (every candidate, its points and verdict; a candidate the
+    engine would run as one already measured: not run, and why); skipped lists the dimensions
+    not searched ({flag, values, reason}: the engine never reads the flag).
     """
     spec = validate(search)
     state = _Search(spec, list(trials))
@@ -588,5 +698,5 @@ def next_trial(search: Mapping[str, Any], trials: list[dict[str, Any]]) -> dict[
     except _Stop as stop:
         out = {"action": "stop", "reason": stop.reason}
     out.update({"points": state.points(), "restarts": state.starts, "kv_capacity": state.kv_capacity,
-                "best": _best(state), "path": state.path})
+                "best": _best(state), "path": state.path, "skipped": state.skipped()})
     return out

@@ -1,12 +1,16 @@
 """make tune-sim: the tuning search (module_utils/tune_search.py) against the stand-in's
 performance model, in simulated time, on one landscape (standin/sglang_standin/landscapes/).
 
-    .venv/bin/python scripts/tune_sim.py [--landscape FILE] [--quiet]
+    .venv/bin/python scripts/tune_sim.py [--landscape FILE] [--quiet] [--sglang-version VERSION]
 
 Every point is a simulated `bench_serving --request-rate inf --max-concurrency C` (10 x C
-prompts, the landscape's search_input_len + search_output_len tokens), with the landscape's
-measurement noise (seeded: the same run gives the same figures). A start whose
---mem-fraction-static the landscape rules out fails as the stand-in would.
+prompts, the landscape's search_input_len + search_output_len tokens) against the stand-in
+started with the candidate's args (its own parser and scheduler: sglang_standin.landscape
+.scheduler), with the landscape's measurement noise (seeded: the same run gives the same
+figures). A start whose --mem-fraction-static the landscape rules out fails as the stand-in
+would; each start reports the max-running-requests in effect, as the stand-in's /server_info
+does. The search's inert flags are those no code of the stand-in's package reads
+(module_utils/engine_args.py, the scanner sglang_engine_args_info runs on a host).
 
 Prints the search's path, the full grid (every combination, one full load sweep each: like
 SGLang's autotune) and a one-flag-at-a-time search (each value alone on the base: like
@@ -22,7 +26,6 @@ import json
 import random
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,44 +35,49 @@ import ansible.module_utils  # noqa: E402
 if str(REPO / "module_utils") not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(str(REPO / "module_utils"))
 
-from ansible.module_utils import sweep, tune_search  # noqa: E402
+from ansible.module_utils import engine_args, sweep, tune_search  # noqa: E402
 
-from sglang_standin import config, landscape  # noqa: E402
+from sglang_standin import landscape  # noqa: E402
 from sglang_standin import sweep as standin_sweep  # noqa: E402
+from sglang_standin.model import simulate_benchmark  # noqa: E402
 
-DEFAULT_LANDSCAPE = REPO / "standin" / "sglang_standin" / "landscapes" / "reference.yaml"
+LANDSCAPES = REPO / "standin" / "sglang_standin" / "landscapes"
+DEFAULT_LANDSCAPE = LANDSCAPES / "reference.yaml"
+STANDIN_PACKAGE = REPO / "standin" / "sglang_standin"
 
 
 class Simulator:
-    """The stand-in's performance model as a benchmark target: truth (no noise) and measurements."""
+    """The stand-in as a benchmark target, on the landscape's file: truth (no noise) and
+    measurements. version: the SGLang release whose rules the stand-in follows (None: its
+    default)."""
 
-    def __init__(self, values: dict[str, Any], input_len: int, output_len: int, seed: int = 0):
-        self.values = values
+    def __init__(self, path: str | Path, input_len: int, output_len: int, seed: int = 0,
+                 version: str | None = None):
+        self.values = landscape.load(str(path))
+        self.standin = ["--standin-landscape", str(path)] + (["--standin-sglang-version", version] if version else [])
         self.seed = seed
         self.input_len, self.output_len = input_len, output_len
-        self.model = landscape.perf_model(values)
         self._truth: dict[tuple[str, int], dict] = {}
+        self.version = standin_sweep.server_args({}, *self.standin).standin_sglang_version
+
+    def server(self, args: dict[str, Any]):
+        """The stand-in's args for a start with these server args."""
+        return standin_sweep.server_args(args, *self.standin)
 
     def kv_tokens(self, args: dict[str, Any]) -> int:
-        ns = SimpleNamespace(max_total_tokens=args.get("max-total-tokens"), standin_kv_tokens=self.values["kv_tokens"],
-                             mem_fraction_static=args.get("mem-fraction-static"), standin_model=self.values,
-                             chunked_prefill_size=int(args.get("chunked-prefill-size", 8192)))
-        return landscape.kv_pool(ns)
+        return landscape.kv_pool(self.server(args))
 
     def start_failure(self, args: dict[str, Any]) -> str | None:
-        return landscape.startup_failure(self.values, args.get("mem-fraction-static"), self.kv_tokens(args))
+        server = self.server(args)
+        return landscape.startup_failure(self.values, server.mem_fraction_static, landscape.kv_pool(server))
 
     def truth(self, args: dict[str, Any], load: int) -> dict[str, Any]:
         key = (tune_search.config_key(args), load)
         if key not in self._truth:
-            kv = self.kv_tokens(args)
-            ns = SimpleNamespace(max_running_requests=args.get(tune_search.MRR), context_length=None)
-            mrr = config.max_running_requests(ns, max(kv, 1))
-            profile = {"max_running_requests": mrr,
-                       "num_continuous_decode_steps": int(args.get(tune_search.CDS, 1)),
-                       "max_prefill_tokens": int(args.get("max-prefill-tokens", 16384)),
-                       "chunked_prefill_size": int(args.get("chunked-prefill-size", 8192))}
-            result = standin_sweep.run_point(profile, load, kv, self.input_len, self.output_len, self.model)
+            scheduler = landscape.scheduler(self.server(args))
+            kv, mrr = scheduler.total_tokens, scheduler.max_running_requests
+            result = simulate_benchmark(scheduler, load, standin_sweep.PROMPTS_PER_SLOT * load,
+                                        self.input_len, self.output_len)
             self._truth[key] = {"output_throughput": result.output_throughput,
                                 "ttft_ms": result.latency_ms("ttft"), "tpot_ms": result.latency_ms("tpot"),
                                 "duration_s": result.duration_s, "max_total_num_tokens": kv,
@@ -94,8 +102,15 @@ class Simulator:
                 "max_running_requests": truth["max_running_requests"], "elapsed_s": truth["duration_s"]}
 
 
+def inert_flags(spec: dict[str, Any]) -> list[str]:
+    """The flags of the search (its base args, its dimensions, max-running-requests) that no code
+    of the stand-in's package reads: what sglang_engine_args_info finds on a stand-in host."""
+    flags = [*spec["base_args"], *(d["flag"] for d in spec["dimensions"]), tune_search.MRR]
+    return engine_args.inert_flags(str(STANDIN_PACKAGE), flags)
+
+
 def search_spec(values: dict[str, Any]) -> dict[str, Any]:
-    """The search that the landscape's search_* keys describe."""
+    """The search that the landscape's search_* keys describe, with the stand-in's inert flags."""
     objective: dict[str, Any] = {"kind": values.get("search_objective", "throughput")}
     if objective["kind"] == "throughput":
         objective["concurrency"] = values.get("search_concurrency", 2048)
@@ -108,11 +123,10 @@ def search_spec(values: dict[str, Any]) -> dict[str, Any]:
             "base_args": {k[len("search_arg_"):]: v for k, v in values.items() if k.startswith("search_arg_")},
             "dimensions": [{"flag": k[len("search_dim_"):], "values": v}
                            for k, v in values.items() if k.startswith("search_dim_")],
+            "max_running_requests": values.get("search_max_running_requests", True),
             "input_len": values.get("search_input_len", 128), "output_len": values.get("search_output_len", 128),
             "budget": {"points": values.get("search_points", 15), "restarts": values.get("search_restarts")}}
-    if "search_decode_steps" in values:
-        spec["decode_steps"] = values["search_decode_steps"]
-    return tune_search.validate(spec)
+    return tune_search.validate(dict(spec, inert_flags=inert_flags(spec)))
 
 
 def run_search(spec: dict, sim: Simulator, say) -> tuple[dict, list[dict]]:
@@ -134,9 +148,15 @@ def run_search(spec: dict, sim: Simulator, say) -> tuple[dict, list[dict]]:
 
 
 def _short(args: dict, spec: dict) -> str:
-    flags = [tune_search.MRR, tune_search.CDS] + [d["flag"] for d in spec["dimensions"]]
+    flags = [tune_search.MRR] + [d["flag"] for d in spec["dimensions"]]
     return " ".join(f"{f.replace('max-running-requests', 'mrr').replace('num-continuous-decode-steps', 'cds')}"
                     f"={args.get(f, '-')}" for f in flags)
+
+
+def restarts_on(path: list[dict], inert: list[str], base: dict) -> int:
+    """The candidates on the path (each a restart) that changed an inert flag from the base."""
+    return sum(1 for entry in path if entry["points"] or entry.get("failure_kind")
+               if any(entry["server_args"].get(flag) != base.get(flag) for flag in inert))
 
 
 def objective_value(spec: dict, sim: Simulator, args: dict, loads: list[int], measured: dict | None = None):
@@ -204,7 +224,7 @@ def space(spec: dict, sim: Simulator, trials: list[dict]) -> tuple[list[dict], l
     others = {flag: v for flag, v in values.items() if flag != tune_search.MRR}
     extended = {flag: sorted({*v, *(t["server_args"][flag] for t in trials if flag in t["server_args"])},
                              key=lambda x: (str(type(x)), x))
-                for flag, v in others.items() if flag != tune_search.CDS}
+                for flag, v in others.items()}
     others.update(extended)
     grid = []
     for combo in itertools.product(*others.values()):
@@ -237,14 +257,16 @@ def robustness(spec: dict, sim: Simulator, seeds: int, say) -> int:
         over = sum(1 for t in trials if t["status"] == "ok"
                    and t["max_concurrency"] not in loads_for(spec, sim, t["server_args"]))
         rows.append({"seed": seed, "points": stop["points"], "restarts": stop["restarts"],
-                     "best_vs_optimum": round(true / optimum[1], 4), "over_capacity_points": over})
+                     "best_vs_optimum": round(true / optimum[1], 4), "over_capacity_points": over,
+                     "restarts_on_inert_flags": restarts_on(stop["path"], spec["inert_flags"], spec["base_args"])})
         say(json.dumps(rows[-1]))
     ratios = sorted(r["best_vs_optimum"] for r in rows)
     print(json.dumps({"seeds": seeds, "optimum_output_tps": round(optimum[1], 1),
                       "best_vs_optimum_min": ratios[0], "best_vs_optimum_median": ratios[len(ratios) // 2],
                       "within_2pct": sum(r >= 0.98 for r in ratios), "within_3pct": sum(r >= 0.97 for r in ratios),
                       "points_max": max(r["points"] for r in rows), "restarts_max": max(r["restarts"] for r in rows),
-                      "over_capacity_points": sum(r["over_capacity_points"] for r in rows)}))
+                      "over_capacity_points": sum(r["over_capacity_points"] for r in rows),
+                      "restarts_on_inert_flags": sum(r["restarts_on_inert_flags"] for r in rows)}))
     return 0
 
 
@@ -255,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="the measurement noise's seed")
     parser.add_argument("--seeds", type=int, default=0,
                         help="instead: run the search with seeds 0..N-1 and summarise (no grid)")
+    parser.add_argument("--sglang-version", default=None,
+                        help="the SGLang release whose rules the stand-in follows (default: as the server's)")
     args = parser.parse_args(argv)
     try:
         values = landscape.load(args.landscape)
@@ -262,12 +286,12 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         parser.error(f"--landscape {args.landscape}: {exc}")
     say = (lambda *_: None) if args.quiet else print
-    sim = Simulator(values, spec["input_len"], spec["output_len"], args.seed)
+    sim = Simulator(args.landscape, spec["input_len"], spec["output_len"], args.seed, args.sglang_version)
     if args.seeds:
         return robustness(spec, sim, args.seeds, say)
     name = Path(args.landscape).stem
     say(f"tune-sim: landscape {name} ({args.landscape}), objective {json.dumps(spec['objective'])}, "
-        f"budget {json.dumps(spec['budget'])}")
+        f"budget {json.dumps(spec['budget'])}, the stand-in as SGLang {sim.version}")
     say("the search:")
     stop, trials = run_search(spec, sim, say)
     best = stop["best"]
@@ -293,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     single_result = baseline_search(spec, sim, single)
 
     say(f"\nstopped: {stop['reason']}")
+    for dim in stop["skipped"]:
+        say(f"not searched: {dim['flag']} {dim['values']}: {dim['reason']}")
     say("the path:")
     for entry in stop["path"]:
         say(f"  {entry['candidate']:48} load {str(entry['load']):5} points {entry['points']}  "
@@ -316,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
                "best_vs_optimum": round(best_true / optimum[1], 4) if optimum[1] else None,
                "best_load": best_load, "optimum_load": optimum[0],
                "best_server_args": best["server_args"], "kv_capacity": cap, "over_capacity_points": len(over),
+               "skipped": [dim["flag"] for dim in stop["skipped"]],
+               "restarts_on_inert_flags": restarts_on(stop["path"], spec["inert_flags"], spec["base_args"]),
                "grid": {k: grid_result[k] for k in ("points", "restarts", "best_output_tps")},
                "one_at_a_time": {k: single_result[k] for k in ("points", "restarts", "best_output_tps")}}
     print(json.dumps(summary, sort_keys=False))

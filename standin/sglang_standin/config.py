@@ -18,16 +18,26 @@ standard library only.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+from . import SGLANG_VERSION
 
 #: Defaults of the reference deployment (docs/architecture.md): KV pool size at
 #: --mem-fraction-static 0.92, and the model's MoE shape.
 REFERENCE_KV_TOKENS = 495488
 REFERENCE_MEM_FRACTION = 0.92
+#: The served model's context length without --context-length: GLM-5's max_position_embeddings
+#: (what SGLang's ModelConfig.context_len takes from the model's config.json).
+MODEL_CONTEXT_LEN = 202752
+#: The first release whose running-request limit follows the rule of
+#: mem_cache/kv_cache_configurator.py (resolve_max_num_reqs) instead of
+#: model_executor/model_runner_kv_cache_mixin.py (_resolve_max_num_reqs).
+MRR_RULE_CHANGED_IN = (0, 5, 14)
 FAULT_KINDS = ("oom", "not_enough_memory", "nccl", "port_in_use", "hang", "crash_after:N")
 
 
@@ -70,16 +80,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Maximum tokens in one prefill batch.")
     g.add_argument("--chunked-prefill-size", type=int, default=8192, help="Chunked prefill size.")
     g.add_argument("--context-length", type=int, default=None, help="Model context length.")
+    # SGLang 0.4.10 to 0.5.23 declare this field (ServerArgs) and parse it, and no other code
+    # reads it: it has no effect there, and none here (nothing but this line names it).
     g.add_argument("--num-continuous-decode-steps", type=int, default=1,
-                   help="Decode steps run back to back between scheduling rounds.")
+                   help="Accepted and without effect, as in SGLang (no code of it reads the setting).")
     g.add_argument("--stream-interval", type=int, default=1,
                    help="Tokens between streamed chunks.")
     g.add_argument("--schedule-policy", default="fcfs", help="Scheduling policy (fcfs only).")
     g.add_argument("--quantization", default=None, help="Quantization method (reported only).")
-    g.add_argument("--kv-cache-dtype", default="auto", help="KV cache dtype (reported only).")
-    g.add_argument("--dtype", default="auto", help="Model dtype (reported only).")
-    g.add_argument("--moe-runner-backend", default="auto", help="MoE runner backend (reported only).")
-    g.add_argument("--attention-backend", default=None, help="Attention backend (reported only).")
+    g.add_argument("--kv-cache-dtype", default="auto", help="KV cache dtype (logged; the model stands for the kernels).")
+    g.add_argument("--dtype", default="auto", help="Model dtype (logged; the model stands for the kernels).")
+    g.add_argument("--moe-runner-backend", default="auto", help="MoE runner backend (logged; the model stands for the kernels).")
+    g.add_argument("--attention-backend", default=None, help="Attention backend (logged; the model stands for the kernels).")
     g.add_argument("--load-format", default="auto", help="Weight load format (reported only).")
     g.add_argument("--random-seed", type=int, default=None, help="Random seed.")
     g.add_argument("--api-key", default=None, help="API key required as a Bearer token.")
@@ -130,6 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--standin-landscape", default=None,
                    help="A landscape file (YAML): the performance model's coefficients "
                    "(default: the reference VM's; see sglang_standin/landscapes/).")
+    s.add_argument("--standin-sglang-version", default=None,
+                   help="The SGLang release it says it is (/server_info version) and follows the "
+                   "rules of (the running-request limit); default: the sglang package installed "
+                   f"beside it (a stand-in host's benchmark client), else {SGLANG_VERSION}.")
     return parser
 
 
@@ -143,6 +159,7 @@ STANDIN_SETTINGS = (
     ("standin_num_experts", int, 256),
     ("standin_top_k", int, 8),
     ("standin_landscape", str, None),
+    ("standin_sglang_version", str, None),  # None: installed_sglang_version()
 )
 
 
@@ -242,9 +259,49 @@ def parse_args(argv: Sequence[str] | None = None,
             env_name = "SGLANG_" + attr.upper()
             raw = environ.get(env_name)
             setattr(args, attr, convert(raw) if raw not in (None, "") else default)
+    args.standin_sglang_version = args.standin_sglang_version or installed_sglang_version()
     args.served_model_name = args.served_model_name or args.model_path
     args.tokenizer_path = args.tokenizer_path or args.model_path
     return args, unknown
+
+
+#: Written by the sglang role into the stand-in's venv: the inventory's sglang_version.
+RELEASE_FILE = "sglang-standin-release"
+
+
+def installed_sglang_version() -> str:
+    """The release the stand-in's host installed it for: the venv's RELEASE_FILE (the sglang
+    role writes sglang_version there: 0.5.10.post1 for inventory/example), else the version of
+    the sglang distribution beside the stand-in (SGLang's benchmark client of that release),
+    else SGLANG_VERSION. The stand-in says it is that release and follows its rules."""
+    try:
+        with open(os.path.join(sys.prefix, RELEASE_FILE), encoding="utf-8") as handle:
+            written = handle.read().strip()
+        if written:
+            return written
+    except OSError:
+        pass
+    try:
+        return importlib.metadata.version("sglang")
+    except importlib.metadata.PackageNotFoundError:
+        return SGLANG_VERSION
+
+
+def release(version: str) -> tuple[int, ...]:
+    """The release numbers of a version, to compare them: '0.5.10.post1' -> (0, 5, 10)."""
+    match = re.match(r"\d+(?:\.\d+)*", str(version))
+    return tuple(int(part) for part in match.group(0).split(".")) if match else ()
+
+
+def argv(flags: Mapping) -> list[str]:
+    """Server args as a command line, as the launch script writes them: {flag: value} ->
+    --flag value; true -> --flag; false and null left out."""
+    out: list[str] = []
+    for flag, value in flags.items():
+        if value is None or value is False:
+            continue
+        out += [f"--{str(flag).lstrip('-')}"] + ([] if value is True else [str(value)])
+    return out
 
 
 def kv_tokens(args: argparse.Namespace) -> int:
@@ -265,11 +322,35 @@ def kv_tokens(args: argparse.Namespace) -> int:
 
 
 def context_length(args: argparse.Namespace) -> int:
-    return args.context_length or 202752
+    """SGLang's ModelConfig.context_len: --context-length, else the model's config."""
+    return args.context_length or MODEL_CONTEXT_LEN
 
 
 def max_running_requests(args: argparse.Namespace, total_tokens: int) -> int:
-    """SGLang's rule when the flag is unset: between 2048 and 4096, from pool / context."""
-    if args.max_running_requests:
-        return args.max_running_requests
-    return min(max(int(total_tokens / context_length(args) * 512), 2048), 4096)
+    """The running-request limit in effect, by the rule of the release the stand-in says it is
+    (args.standin_sglang_version), as SGLang resolves it without a warning. It serves one DP
+    rank (--dp-size is reported only), so dp_size is 1.
+
+    Both rules start from estimated = max(min(int(token_capacity / context_len * 512), 4096),
+    2048) and, unset, give min(estimated, token_capacity // 2). Asked for, up to 0.5.13
+    (sglang/srt/model_executor/model_runner_kv_cache_mixin.py, ModelRunner._resolve_max_num_reqs)
+    it becomes min(value // dp_size, estimated): 8192 runs as 4096 at most; from 0.5.14
+    (sglang/srt/mem_cache/kv_cache_configurator.py, resolve_max_num_reqs) min(max(1, value //
+    attn_dp_size), token_capacity // 2)."""
+    estimated = max(min(int(total_tokens / context_length(args) * 512), 4096), 2048)
+    asked = args.max_running_requests
+    if asked is None:
+        return min(estimated, total_tokens // 2)
+    if release(args.standin_sglang_version) < MRR_RULE_CHANGED_IN:
+        return min(asked, estimated)
+    return min(max(1, asked), total_tokens // 2)
+
+
+def max_running_requests_warning(args: argparse.Namespace, effective: int) -> str | None:
+    """What the release says when the limit in effect is below the ask: 0.5.23's resolve_max_num_reqs
+    logs a warning (taken here as the newer rule's); up to 0.5.13 nothing is said."""
+    asked = args.max_running_requests
+    if asked is None or effective >= asked or release(args.standin_sglang_version) < MRR_RULE_CHANGED_IN:
+        return None
+    return (f"max_running_requests was reduced from the requested {asked} to {effective} (per dp worker) "
+            "due to the available KV cache capacity.")

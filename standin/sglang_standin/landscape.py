@@ -11,15 +11,17 @@ landscapes/reference.yaml holds the reference values, documented. Keys:
 - mem_fraction_limit: the highest --mem-fraction-static that starts; above it the
   activations and CUDA graphs no longer fit and start-up fails with CUDA's out of memory;
 - prefill_chunk_kv_tokens: KV tokens given up to prefill activations per token of
-  --chunked-prefill-size (with chunked_prefill): a larger chunk admits a burst faster (TTFT)
-  but leaves a smaller KV pool (throughput at high concurrency);
+  --chunked-prefill-size (of --max-prefill-tokens with chunked prefill off), when
+  --mem-fraction-static is unset (SGLang then sizes it to leave room for them): a larger
+  prefill budget admits a burst faster but leaves a smaller KV pool;
 - noise: relative standard deviation of a simulated measurement (make tune-sim only);
 - search_*: the search that make tune-sim runs on this landscape (ignored by the server):
   search_objective (throughput | slo), search_concurrency, search_input_len,
   search_output_len, search_loads, search_slo_percentile, search_slo_ttft_ms,
-  search_slo_tpot_ms, search_points and search_restarts (the budget), search_decode_steps,
-  search_arg_<flag> (the server args the search starts from) and search_dim_<flag>
-  ([values]: a further dimension).
+  search_slo_tpot_ms, search_points and search_restarts (the budget),
+  search_max_running_requests (false: no max-running-requests dimension), search_arg_<flag>
+  (the server args the search starts from) and search_dim_<flag> ([values]: a further
+  dimension).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import dataclasses
 from typing import Any
 
 from . import config
-from .model import PerfModel
+from .model import PerfModel, Scheduler
 
 SERVER_KEYS = {"kv_tokens": config.REFERENCE_KV_TOKENS, "weights_fraction": 0.62,
                "mem_fraction_limit": 0.93, "prefill_chunk_kv_tokens": 0.0, "noise": 0.0}
@@ -69,13 +71,29 @@ def perf_model(values: dict[str, Any], **overrides: Any) -> PerfModel:
 
 
 def kv_pool(args: Any) -> int:
-    """The KV pool in tokens of a start with these args (config.kv_tokens, less what a chunked
-    prefill's activations take in this landscape)."""
+    """The KV pool in tokens of a start with these args: config.kv_tokens, less, when
+    --mem-fraction-static is unset, what SGLang keeps out of it for prefill activations. SGLang
+    sizes an unset mem_fraction_static from the memory it reserves, 1.5 MB per token of
+    max(chunked_prefill_size, 2048), or of max(max_prefill_tokens, 2048) with chunked prefill
+    off (chunked_prefill_size <= 0) (server_args.py ServerArgs._handle_gpu_memory_settings);
+    prefill_chunk_kv_tokens is that reservation in KV tokens per token."""
     values = getattr(args, "standin_model", None) or REFERENCE
     tokens = config.kv_tokens(args)
-    if values["chunked_prefill"] and values["prefill_chunk_kv_tokens"] and not args.max_total_tokens:
-        tokens -= int(values["prefill_chunk_kv_tokens"] * (args.chunked_prefill_size or 0))
+    per_token = values["prefill_chunk_kv_tokens"]
+    if per_token and args.mem_fraction_static is None and not args.max_total_tokens:
+        chunked = (args.chunked_prefill_size or 0) > 0
+        tokens -= int(per_token * max(args.chunked_prefill_size if chunked else args.max_prefill_tokens, 2048))
     return max(0, tokens)
+
+
+def scheduler(args: Any) -> Scheduler:
+    """The scheduler a start with these server args (config.parse_args) runs: its KV pool, the
+    running-request limit in effect (config.max_running_requests) and every flag the scheduler
+    reads. The server, the calibration sweep and make tune-sim all start from here."""
+    tokens = kv_pool(args)
+    model = perf_model(args.standin_model, num_experts=args.standin_num_experts, top_k=args.standin_top_k)
+    return Scheduler(tokens, config.max_running_requests(args, max(tokens, 1)), model=model,
+                     max_prefill_tokens=args.max_prefill_tokens, chunked_prefill_size=args.chunked_prefill_size)
 
 
 def startup_failure(values: dict[str, Any], mem_fraction: float | None, kv_tokens: int) -> str | None:

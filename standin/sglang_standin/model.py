@@ -6,17 +6,17 @@ scale to get wall time; the calibration sweep runs it on a simulated clock.
 
 The scheduler works like SGLang's: requests wait in a FCFS queue, are admitted
 while the running batch is below max_running_requests and their tokens (prompt +
-max_new_tokens) fit in the KV pool, get their first token from a prefill step, and
-then one token per decode step. Decode steps run in rounds of
-num_continuous_decode_steps, and the scheduling overhead is paid once per round.
+max_new_tokens) fit in the KV pool, get their first token from a prefill step (at most
+max_prefill_tokens prompt tokens a batch, one request always: SGLang's PrefillAdder,
+managers/schedule_policy.py), and then one token per decode step. Each step is one round of
+SGLang's event loop (receive requests, build the batch, run it), and the scheduling
+overhead is paid every step, as SGLang pays it: --num-continuous-decode-steps is
+accepted by the parser and read by no code of SGLang 0.4.10 to 0.5.23 (its field appears
+only in ServerArgs and the argument parser), so nothing here reads it either.
 
 The trade-offs a tuner meets (each coefficient is a field of PerfModel, set by a
 landscape file: landscape.py, landscapes/*.yaml):
 
-- num_continuous_decode_steps: a longer round pays the scheduling overhead less often
-  (throughput up), but new requests join only between rounds (TTFT up), and a request
-  that finishes inside a round keeps round_finish_waste of its decode cost until the round
-  ends (step time, so TPOT, up).
 - max_running_requests above the KV capacity: requests are admitted on an estimate of
   new_token_ratio x max_new_tokens; when the growing batch overflows the KV pool, the
   scheduler retracts the least advanced requests (SGLang's retract_decode): they go back
@@ -26,6 +26,9 @@ landscape file: landscape.py, landscapes/*.yaml):
   chunked-prefill-size tokens, and one decode step runs between two chunks while requests
   wait: a small chunk keeps decoding smooth (TPOT) at the cost of TTFT and of
   prefill_chunk_s per extra chunk; a large one fills the batch at once.
+- the prefill budget (max-prefill-tokens, or the chunk): each prefill pass pays
+  prefill_base_s, so a small budget prefills long prompts a few at a time; what a large one
+  costs in KV pool (mem-fraction-static unset) is landscape.kv_pool's.
 """
 
 from __future__ import annotations
@@ -43,10 +46,11 @@ class PerfModel:
 
     num_experts: int = 256
     top_k: int = 8
-    #: CPU-side scheduling work per round (batch building, sampling sync).
+    #: CPU-side scheduling work of every step (receiving requests, building the batch,
+    #: sampling sync): SGLang runs one decode step per round of its event loop.
     schedule_overhead_s: float = 0.012
     #: Fixed per decode step: launching layers, all-reduces over PCIe (no P2P).
-    decode_base_s: float = 0.26
+    decode_base_s: float = 0.25
     #: Attention and dense layers, per running request.
     decode_per_request_s: float = 1.6e-4
     #: MoE experts: a grouped GEMM per expert costs moe_per_expert_s for its launch and
@@ -59,9 +63,6 @@ class PerfModel:
     #: Share of max_new_tokens reserved in the KV pool at admission (SGLang's new-token
     #: ratio); 1.0 reserves the whole request, so the pool never overflows (no retraction).
     new_token_ratio: float = 1.0
-    #: Share of its decode cost a request that finished inside a round still costs until the
-    #: round ends (its slot is freed only when the next round is scheduled).
-    round_finish_waste: float = 0.0
     #: Whether --chunked-prefill-size bounds a prefill batch (one decode step between chunks).
     chunked_prefill: bool = False
     #: Extra cost of each prefill step that a chunk bound cut short.
@@ -115,25 +116,21 @@ class Step:
 
 
 class Scheduler:
-    def __init__(self, total_tokens: int, max_running_requests: int,
-                 continuous_decode_steps: int = 1, model: PerfModel | None = None,
+    def __init__(self, total_tokens: int, max_running_requests: int, *, model: PerfModel | None = None,
                  max_prefill_tokens: int = 16384, chunked_prefill_size: int | None = None):
         self.total_tokens = total_tokens
         self.max_running_requests = max(1, max_running_requests)
-        self.continuous_decode_steps = max(1, continuous_decode_steps)
         self.model = model or PerfModel()
         self.max_prefill_tokens = max_prefill_tokens
         if self.model.chunked_prefill and chunked_prefill_size and chunked_prefill_size > 0:
             self.max_prefill_tokens = min(max_prefill_tokens, chunked_prefill_size)
         self.full_reserved = 0  # sum of whole requests (input + max_new) running
         self.retractions = 0
-        self._finished_in_round = 0
         self._prefill_cut = False
         self.waiting: deque[Request] = deque()
         self.running: dict[str, Request] = {}
         self.reserved = 0
         self.decode_steps = 0
-        self.round_left = 0
         self.clock = 0.0  # modelled seconds of work done
         self.generated_tokens = 0
         self.completed_requests = 0
@@ -189,32 +186,27 @@ class Scheduler:
                 pass
 
     def plan(self) -> Step | None:
-        """Decide the next step; its effects apply in complete()."""
-        overhead = 0.0
-        if self.round_left <= 0 or not self.running:
-            overhead = self.model.schedule_overhead_s
-            self._finished_in_round = 0
-            cut = self._prefill_cut and bool(self.running)  # one decode step between two chunks
-            self._prefill_cut = False
-            admitted = [] if cut else self._admit()
-            if admitted:
-                self.round_left = 0
-                tokens = sum(r.input_len + r.base_tokens for r in admitted)
-                duration = overhead + self.model.prefill_s(tokens)
-                if self.model.chunked_prefill and self.waiting and self.fits(self.waiting[0]) \
-                        and len(self.running) < self.max_running_requests:
-                    self._prefill_cut = True  # the chunk bound cut this batch: decode first
-                    duration += self.model.prefill_chunk_s
-                return Step("prefill", duration, admitted)
-            if not self.running:
-                return None
-            self.round_left = 1 if cut else self.continuous_decode_steps
+        """Decide the next step; its effects apply in complete(). Every step is one round of
+        SGLang's event loop (Scheduler.event_loop_normal: recv_requests, get_next_batch_to_run,
+        run_batch): new requests join between any two steps, and the scheduling overhead is
+        paid each time."""
+        overhead = self.model.schedule_overhead_s
+        cut = self._prefill_cut and bool(self.running)  # one decode step between two chunks
+        self._prefill_cut = False
+        admitted = [] if cut else self._admit()
+        if admitted:
+            tokens = sum(r.input_len + r.base_tokens for r in admitted)
+            duration = overhead + self.model.prefill_s(tokens)
+            if self.model.chunked_prefill and self.waiting and self.fits(self.waiting[0]) \
+                    and len(self.running) < self.max_running_requests:
+                self._prefill_cut = True  # the chunk bound cut this batch: decode first
+                duration += self.model.prefill_chunk_s
+            return Step("prefill", duration, admitted)
+        if not self.running:
+            return None
         if self.full_reserved > self.total_tokens:
             overhead += self._retract() * self.model.retract_s
-        batch: float = len(self.running)
-        if self.model.round_finish_waste and self._finished_in_round:
-            batch += self.model.round_finish_waste * self._finished_in_round
-        return Step("decode", overhead + self.model.decode_step_s(batch))
+        return Step("decode", overhead + self.model.decode_step_s(len(self.running)))
 
     def complete(self, step: Step) -> list[Request]:
         """Apply a planned step; returns the requests that got tokens in it."""
@@ -234,7 +226,6 @@ class Scheduler:
                     finish_step = self.decode_steps + req.max_new_tokens - req.base_tokens
                     heapq.heappush(self._finish_heap, (finish_step, self._seq, req.epoch, req))
             return progressed
-        self.round_left -= 1
         self.decode_steps += 1
         self.generated_tokens += len(self.running)
         progressed = list(self.running.values())
@@ -242,8 +233,6 @@ class Scheduler:
             _, _, epoch, req = heapq.heappop(self._finish_heap)
             if not req.aborted and req.admitted and epoch == req.epoch:
                 self._finish(req)
-                if self.round_left > 0:
-                    self._finished_in_round += 1
         return progressed
 
     def _admit(self) -> list[Request]:

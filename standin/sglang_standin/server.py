@@ -9,13 +9,17 @@ import os
 import time
 import uuid
 
-from . import SGLANG_VERSION, __version__, config, dist, faults, landscape, logs, tokenizer
+from . import __version__, config, dist, faults, landscape, logs, tokenizer
 from .httpserver import HTTPServer, Request, Response, json_response, parse_bearer
 from .model import Request as EngineRequest
 from .model import Scheduler, simulate_benchmark
 
 HEALTH_PATHS = ("/health", "/ready", "/metrics")  # SGLang exempts these prefixes from the API key
 GPU_MEMORY_GB = 94.97
+# --kv-cache-dtype -> the torch dtype SGLang logs ("Using KV cache dtype: torch.bfloat16" for auto
+# on a bf16 model, as the real 0.5.11 log in tests/fixtures/real-sglang-0.5.11 shows)
+KV_CACHE_DTYPES = {"auto": "torch.bfloat16", "bf16": "torch.bfloat16", "bfloat16": "torch.bfloat16",
+                   "fp8_e4m3": "torch.float8_e4m3fn", "fp8_e5m2": "torch.float8_e5m2"}
 INTERNAL_RIDS = ("HEALTH_CHECK", "warmup")  # requests the server makes itself
 # _receive_requests: event-loop rounds without a new request that end a burst, and its bound
 RECEIVE_QUIET_ROUNDS = 3
@@ -128,11 +132,12 @@ class StandinServer:
     def __init__(self, args):
         self.args = args
         self.fault, self.fault_arg = faults.parse(args.standin_fault)
-        self.total_tokens = landscape.kv_pool(args)
-        self.max_running = config.max_running_requests(args, max(self.total_tokens, 1))
+        # what this start runs with (landscape.scheduler: the KV pool, the running-request limit
+        # in effect by the imitated release's rule); the engine gets a scheduler of its own
+        resolved = landscape.scheduler(args)
+        self.total_tokens = resolved.total_tokens
+        self.max_running = resolved.max_running_requests
         self.context_len = config.context_length(args)
-        self.model = landscape.perf_model(args.standin_model, num_experts=args.standin_num_experts,
-                                          top_k=args.standin_top_k)
         self.engine: Engine | None = None
         self.ready = False
         self.start_time = time.time()
@@ -163,9 +168,18 @@ class StandinServer:
             "Load weight end. elapsed=%.2f s, type=GlmMoeDsaForCausalLM, %savail mem=%.2f GB, "
             "mem usage=%.2f GB.", delay * 0.45, quant, GPU_MEMORY_GB - 0.95 - weights_gb, weights_gb,
         )
+        # The GPU kernels these args pick (SGLang reads each of them) are what the stand-in's
+        # performance model replaces: named here, so they are not mistaken for args SGLang
+        # ignores (module_utils/engine_args.py decides that from the engine's code).
+        log.info("Using KV cache dtype: %s", KV_CACHE_DTYPES.get(args.kv_cache_dtype, args.kv_cache_dtype))
+        log.info("Stand-in model in place of the GPU kernels: dtype=%s, attention_backend=%s, "
+                 "moe_runner_backend=%s", args.dtype, args.attention_backend, args.moe_runner_backend)
         if self.fault == "not_enough_memory" or self.total_tokens <= 0:
             fraction = args.mem_fraction_static or config.REFERENCE_MEM_FRACTION
             faults.scheduler_exception("not_enough_memory", fraction=fraction)
+        warning = config.max_running_requests_warning(args, self.max_running)
+        if warning:
+            log.warning("%s", warning)
         kv_gb = self.total_tokens * 61 * 576 * 2 / 2**30 / max(1, args.tp_size)
         log.info("KV Cache is allocated. dtype: torch.bfloat16, #tokens: %d, KV size: %.2f GB",
                  self.total_tokens, kv_gb)
@@ -188,10 +202,7 @@ class StandinServer:
         )
         if args.node_rank >= 1:  # schedulers only; the API is rank 0's
             return await dist.serve_dummy(args, self.http)
-        scheduler = Scheduler(self.total_tokens, self.max_running,
-                              args.num_continuous_decode_steps, self.model,
-                              args.max_prefill_tokens, args.chunked_prefill_size)
-        self.engine = Engine(args, scheduler)
+        self.engine = Engine(args, landscape.scheduler(args))
         if self.fault == "crash_after":
             self.engine.crash_after = self.fault_arg
         asyncio.get_running_loop().create_task(self.engine.run())
@@ -293,9 +304,10 @@ class StandinServer:
 
     async def server_info(self, request: Request) -> Response:
         # dataclasses.asdict(server_args) as SGLang returns it: api_key and admin_api_key included
+        # (the top-level max_running_requests is the arg as asked, null when unset; the limit in
+        # effect is only in internal_states, as SGLang's get_internal_state reports it)
         info = {k: v for k, v in vars(self.args).items() if not k.startswith("standin_")}
         info.update({
-            "max_running_requests": self.max_running,
             "max_total_num_tokens": self.total_tokens,
             "max_req_input_len": self.context_len - 5,
             "context_len": self.context_len,
@@ -306,7 +318,7 @@ class StandinServer:
                 "last_gen_throughput": self.engine.gen_throughput if self.engine else 0.0,
                 "memory_usage": {"weight": 58.91, "kvcache": 0.0, "token_capacity": self.total_tokens},
             }],
-            "version": SGLANG_VERSION,
+            "version": self.args.standin_sglang_version,
             "frontend": "python",
             "standin": True,
             "standin_version": __version__,
@@ -335,8 +347,7 @@ class StandinServer:
         if self.engine is None or min(point.values()) < 1:
             return json_response({"error": "not ready, or a number below 1"}, 400)
         args = self.args
-        scheduler = Scheduler(self.total_tokens, self.max_running, args.num_continuous_decode_steps, self.model,
-                              args.max_prefill_tokens, args.chunked_prefill_size)
+        scheduler = landscape.scheduler(args)
         result = await asyncio.get_running_loop().run_in_executor(None, lambda: simulate_benchmark(
             scheduler, point["max_concurrency"], point["num_prompts"], point["input_len"], point["output_len"]))
         scale = args.standin_time_scale or 1.0

@@ -3,8 +3,15 @@ fake nvidia-smi answering as the 8-GPU Blackwell VM; used by the bad-input tests
 
 The playbook runs through ansible-runner (scripts/playbook_run.py): the tests read its events -
 which plays and tasks started, which task failed and with what message - not its printed output.
+
+No host uses a fixed port: where a test starts no server, the hosts' port (BASE_VARS) is
+NO_SERVER_PORT, a loopback port this process holds bound and never listens on, so a connection
+there is refused at once and no other program on the machine (an SGLang of the developer's own
+on 30000, another test's stand-in) can answer or take it; tests that need a server start a
+stand-in on a free port (local_standins.free_ports) and set that port.
 """
 import json
+import socket
 import sys
 from pathlib import Path
 
@@ -15,6 +22,34 @@ import playbook_run  # noqa: E402
 
 FIXTURE = REPO / "tests" / "fixtures" / "nvidia-smi" / "rtxpro6000-8gpu-vm"
 
+
+def hold_port() -> socket.socket:
+    """A socket bound to a free loopback port and never listening: while it is open, connecting
+    to the port is refused and no other socket can bind it (close it to free the port)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+def answers(port: int) -> bool:
+    """Whether anything accepts a TCP connection on 127.0.0.1:port now."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
+# Held for the whole test process: the port of every host that has no server.
+_NO_SERVER = hold_port()
+NO_SERVER_PORT = _NO_SERVER.getsockname()[1]
+
+
+def check_no_server() -> None:
+    """Right before a run: nothing answers at NO_SERVER_PORT."""
+    assert not answers(NO_SERVER_PORT), f"something answers on 127.0.0.1:{NO_SERVER_PORT}, which this test holds"
+
+
 BASE_VARS = {
     "ansible_connection": "local",
     "ansible_python_interpreter": sys.executable,
@@ -22,14 +57,16 @@ BASE_VARS = {
     "gpu_preflight_driver_version_path": str(FIXTURE / "driver_version.txt"),
     "gpu_preflight_infiniband_path": "/nonexistent",
     "sglang_engine": "standin",
-    "sglang_server_args": {"model-path": "org/model", "port": 30000, "tp-size": 8},
+    "sglang_server_args": {"model-path": "org/model", "port": NO_SERVER_PORT, "tp-size": 8},
 }
 
 
 def run_playbook(tmp_path, playbook, host_vars, extra=None, check=False, hosts=None):
     """Run playbooks/<playbook> with host_vars over BASE_VARS on the host gpu-vm, or on each host
-    of hosts ({name: host_vars}, several hosts in one run); returns a playbook_run.PlaybookRun."""
+    of hosts ({name: host_vars}, several hosts in one run); returns a playbook_run.PlaybookRun.
+    A host without a port of its own has NO_SERVER_PORT, checked silent first."""
     hosts = hosts or {"gpu-vm": host_vars}
+    check_no_server()
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(json.dumps({"sglang_servers": {"hosts": {
         name: {**BASE_VARS, **values} for name, values in hosts.items()}}}))

@@ -2,12 +2,14 @@
 reference VM's 495,488 KV tokens: the plan (with the capacity point) and the exact client
 command lines, checked against the real client's --help, and nothing run or written. The
 client is SGLang's real one from the client venv (`make client-venv`). The run's events
-(ansible-runner) give the dry run's message and say which tasks started."""
+(ansible-runner) give the dry run's message and say which tasks started. No server answers
+where the dry run looks (the server's port is the harness's NO_SERVER_PORT, held bound and
+never listening), so its plan comes from bench_kv_tokens, whatever else runs on the machine."""
 from pathlib import Path
 
 import pytest
 import yaml
-from harness import REPO, only_failure, run_playbook
+from harness import NO_SERVER_PORT, REPO, only_failure, run_playbook
 
 CLIENT = REPO / ".cache" / "client-venv" / "bin" / "python"
 EXAMPLE = yaml.safe_load((REPO / "inventory" / "example" / "group_vars" / "sglang_servers.yml").read_text())
@@ -16,8 +18,9 @@ EXAMPLE = yaml.safe_load((REPO / "inventory" / "example" / "group_vars" / "sglan
 def example_vars(tmp_path, **more):
     if not CLIENT.exists():
         pytest.fail(f"SGLang's client venv is missing ({CLIENT}): run `make client-venv`")
-    keep = ("sglang_server_args", "sglang_server_profiles", "sglang_profile", "cuda_toolkit_version")
-    return {**{k: EXAMPLE[k] for k in keep}, "sglang_benchmark_client": "rust",
+    keep = ("sglang_server_profiles", "sglang_profile", "cuda_toolkit_version")
+    return {**{k: EXAMPLE[k] for k in keep}, "sglang_server_args": {**EXAMPLE["sglang_server_args"], "port": NO_SERVER_PORT},
+            "sglang_benchmark_client": "rust",
             "sglang_benchmark_client_python": str(CLIENT), "bench_results_dir": str(tmp_path / "results"), **more}
 
 
@@ -32,7 +35,7 @@ def test_dry_run_prints_the_plan_and_the_client_command_lines(tmp_path):
     for concurrency, prompts in ((256, 1280), (512, 2560), (1024, 5120), (1935, 9675), (2048, 10240)):
         assert f"--num-prompts {prompts} --max-concurrency {concurrency} " in text, concurrency
     assert '"max_concurrency": 1935, "num_prompts": 9675, "over_capacity": false, "capacity_point": true' in text
-    assert "--base-url http://127.0.0.1:30000" in text
+    assert f"--base-url http://127.0.0.1:{NO_SERVER_PORT} " in text
     # The dry run stops the play: no point ran, nothing was planned into the store or reported.
     assert not {"Run the client", "Plan the sweep from each host's KV capacity and write run.json",
                 "Write the report of the run on the controller"} & set(run.tasks), run.tasks

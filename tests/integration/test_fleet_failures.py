@@ -8,7 +8,7 @@ import json
 import sys
 
 import pytest
-from harness import BASE_VARS, REPO, local_standins, run_playbook
+from harness import BASE_VARS, NO_SERVER_PORT, REPO, local_standins, run_playbook
 
 sys.path.insert(0, str(REPO / "scripts"))
 import measure_fleet  # noqa: E402  (the small client that stands in for bench_serving)
@@ -25,12 +25,12 @@ os.execv({client!r}, [{client!r}] + sys.argv[1:])
 
 @pytest.fixture(scope="module")
 def standins(tmp_path_factory):
-    """Ports: two stand-in servers, one where nothing listens, a stand-in whose KV cache holds 6
-    requests of 32 + 32 tokens."""
-    ports = local_standins.free_ports(4)
-    with local_standins.running([ports[0], ports[1], ports[3]], tmp_path_factory.mktemp("standins"),
-                                {"SGLANG_STANDIN_TIME_SCALE": "0.01"}, {ports[3]: {"SGLANG_STANDIN_KV_TOKENS": "384"}}):
-        yield ports
+    """Ports: two stand-in servers, one where nothing listens (the harness's NO_SERVER_PORT, held
+    bound and never listening), a stand-in whose KV cache holds 6 requests of 32 + 32 tokens."""
+    good, midway, small = local_standins.free_ports(3)
+    with local_standins.running([good, midway, small], tmp_path_factory.mktemp("standins"),
+                                {"SGLANG_STANDIN_TIME_SCALE": "0.01"}, {small: {"SGLANG_STANDIN_KV_TOKENS": "384"}}):
+        yield [good, midway, NO_SERVER_PORT, small]
 
 
 def fleet(tmp_path, ports):

@@ -2,12 +2,13 @@
 ansible-playbook run (as molecule's fleet scenario does): the second benchmark's client goes to
 the server, not to the router the first one left behind. Both are dry runs (the client command
 lines, checked against the real client's --help, nothing run); the router is a stand-in that
-answers /readiness on this machine. The run's events (ansible-runner) give each dry run's
+answers /readiness on this machine (on a free port); the server's port is the harness's
+NO_SERVER_PORT, where nothing answers. The run's events (ansible-runner) give each dry run's
 command lines."""
 import json
 
 import pytest
-from harness import BASE_VARS, REPO, playbook_run
+from harness import BASE_VARS, NO_SERVER_PORT, REPO, check_no_server, playbook_run
 
 CLIENT = REPO / ".cache" / "client-venv" / "bin" / "python"
 SHOWN = "Show the plan and the client command lines"
@@ -30,6 +31,7 @@ def test_a_benchmark_after_one_through_the_router_goes_to_the_server(tmp_path, j
     playbook.write_text(json.dumps([
         {"name": "Through the router", "ansible.builtin.import_playbook": str(bench), "vars": {"bench_target": "router"}},
         {"name": "Against the server", "ansible.builtin.import_playbook": str(bench)}]))
+    check_no_server()
     run = playbook_run.run(playbook, inventory, tmp_path / "runner", timeout=300,
                            extravars={"bench_dry_run": True, "bench_kv_tokens": 495488, "sglang_server_health_timeout": 5},
                            envvars={"FAKE_NVIDIA_SMI_DIR": str(REPO / "tests/fixtures/nvidia-smi/rtxpro6000-8gpu-vm")})
@@ -39,5 +41,5 @@ def test_a_benchmark_after_one_through_the_router_goes_to_the_server(tmp_path, j
     assert len(shown) == 2, run.tasks
     through_router, against_server = shown
     assert f"--base-url http://127.0.0.1:{router} " in through_router
-    assert "--base-url http://127.0.0.1:30000 " in against_server
+    assert f"--base-url http://127.0.0.1:{NO_SERVER_PORT} " in against_server
     assert f":{router}" not in against_server

@@ -1,5 +1,6 @@
 """The performance model reproduces the shape of the reference deployment's table
-(docs/architecture.md; simulated time)."""
+(docs/architecture.md; simulated time) from max-running-requests alone: the profiles' decode
+steps (4 against 8) are passed too, and no code reads them."""
 
 from __future__ import annotations
 
@@ -9,20 +10,23 @@ from pathlib import Path
 import pytest
 
 from sglang_standin import landscape, sweep
-from sglang_standin.model import PerfModel, Request, Scheduler
+from sglang_standin.model import PerfModel, Request, Scheduler, simulate_benchmark
 
 
-@pytest.fixture(scope="module")
-def results():
-    return sweep.sweep()
+@pytest.fixture(scope="module", params=["0.5.10.post1", "0.5.23"])
+def results(request):
+    """The table under the rule of the release the reference ran (0.5.10.post1, which caps an ask
+    of max-running-requests at 2048 there) and of the stand-in's default release."""
+    return sweep.sweep(sweep.CONCURRENCIES, f"--standin-sglang-version={request.param}")
 
 
 def out(results, profile, concurrency):
     return results[profile][concurrency].output_throughput
 
 
-@pytest.mark.parametrize("concurrency", [256, 512])
-def test_same_at_low_concurrency(results, concurrency):
+@pytest.mark.parametrize("concurrency", [256, 512, 1024])
+def test_same_up_to_the_baselines_limit(results, concurrency):
+    # (the reference measured +2% at 1024: within its noise; both profiles run every request there)
     ratio = out(results, "tuned", concurrency) / out(results, "baseline", concurrency)
     assert 0.97 <= ratio <= 1.03
 
@@ -69,17 +73,31 @@ def test_moe_per_expert_batch():
     assert model.decode_step_s(2048) / 2048 < model.decode_step_s(1024) / 1024
 
 
-def test_continuous_decode_steps_amortise_scheduling():
-    def mean_step(cds):
-        sched = Scheduler(495488, 1024, cds)
-        sched.add(Request("r", 10, 1000))
-        durations = []
-        for _ in range(200):
-            step = sched.plan()
-            sched.complete(step)
-            durations.append(step.duration_s)
-        return sum(durations[8:]) / len(durations[8:])
-    assert mean_step(8) < mean_step(4) < mean_step(1)
+def test_the_scheduling_overhead_is_paid_every_step():
+    """SGLang runs one decode step per round of its event loop, whatever
+    --num-continuous-decode-steps says: every step pays the round's overhead."""
+    model = PerfModel()
+    sched = Scheduler(495488, 1024, model=model)
+    sched.add(Request("r", 10, 100))
+    steps = [sched.plan()]
+    sched.complete(steps[0])
+    for _ in range(20):
+        steps.append(sched.plan())
+        sched.complete(steps[-1])
+    assert steps[0].kind == "prefill" and steps[0].duration_s == pytest.approx(
+        model.schedule_overhead_s + model.prefill_s(10))
+    assert {round(s.duration_s, 12) for s in steps[1:]} == {round(model.schedule_overhead_s + model.decode_step_s(1), 12)}
+
+
+def test_a_request_joins_at_the_next_step():
+    sched = Scheduler(495488, 1024)
+    sched.add(Request("long", 10, 1000))
+    for _ in range(3):  # prefill, then two decode steps
+        sched.complete(sched.plan())
+    late = Request("late", 10, 10)
+    sched.add(late)
+    step = sched.plan()
+    assert step.kind == "prefill" and step.requests == [late]
 
 
 # -- the trade-offs a tuner meets (coefficients from a landscape; neutral in the reference) --
@@ -87,43 +105,13 @@ def test_continuous_decode_steps_amortise_scheduling():
 REFERENCE_LANDSCAPE = Path(__file__).resolve().parents[2] / "standin" / "sglang_standin" / "landscapes" / "reference.yaml"
 
 
-def first_token_wait(cds: int) -> float:
-    """A request that arrives one step into a round waits for the round to end."""
-    sched = Scheduler(495488, 1024, cds)
-    sched.add(Request("long", 10, 1000))
-    for _ in range(3):  # prefill, then two decode steps of the round
-        sched.complete(sched.plan())
-    late = Request("late", 10, 10)
-    sched.add(late)
-    while late.first_token_at is None:
-        sched.complete(sched.plan())
-    return late.first_token_at - late.arrival
-
-
-def test_more_decode_steps_delay_the_first_token():
-    assert first_token_wait(1) < first_token_wait(8) < first_token_wait(16)
-
-
-def test_a_finished_request_costs_until_its_round_ends():
-    def step_after_finish(waste: float) -> float:
-        sched = Scheduler(495488, 1024, 8, PerfModel(round_finish_waste=waste))
-        for i in range(100):
-            sched.add(Request(f"short{i}", 10, 3))
-        sched.add(Request("long", 10, 100))
-        steps = [sched.plan()]
-        sched.complete(steps[0])
-        for _ in range(4):  # the short ones finish inside the first round
-            steps.append(sched.plan())
-            sched.complete(steps[-1])
-        assert len(sched.running) == 1
-        return sched.plan().duration_s
-    assert step_after_finish(1.0) > step_after_finish(0.0) == pytest.approx(PerfModel().decode_step_s(1))
+def point(kv: int, mrr: int, concurrency: int, model: PerfModel, **settings):
+    return simulate_benchmark(Scheduler(kv, mrr, model=model, **settings), concurrency, 10 * concurrency)
 
 
 def test_max_running_requests_above_the_kv_capacity_retracts():
     model = PerfModel(new_token_ratio=0.5, retract_s=0.02)
-    at = sweep.run_point({"max_running_requests": 781, "num_continuous_decode_steps": 4}, 1024, 200000, model=model)
-    above = sweep.run_point({"max_running_requests": 1024, "num_continuous_decode_steps": 4}, 1024, 200000, model=model)
+    at, above = point(200000, 781, 1024, model), point(200000, 1024, 1024, model)
     assert at.retractions == 0 and above.retractions > 0
     assert above.output_throughput < at.output_throughput
     assert above.latency_ms("tpot")["p99"] > at.latency_ms("tpot")["p99"]
@@ -133,15 +121,41 @@ def test_max_running_requests_above_the_kv_capacity_retracts():
 
 def test_chunked_prefill_trades_ttft_against_throughput():
     model = PerfModel(chunked_prefill=True, prefill_chunk_s=0.01)
-    profile = {"max_running_requests": 4096, "num_continuous_decode_steps": 4}
 
-    def point(chunk: int, concurrency: int):
+    def chunked(chunk: int, concurrency: int):
         kv = 495488 - 8 * chunk  # the activations of a larger chunk take KV pool
-        return sweep.run_point({**profile, "chunked_prefill_size": chunk}, concurrency, kv, model=model)
+        return point(kv, 4096, concurrency, model, chunked_prefill_size=chunk)
     # below the KV capacity a large chunk admits a burst at once: a lower TTFT
-    assert point(16384, 768).latency_ms("ttft")["p99"] < point(2048, 768).latency_ms("ttft")["p99"] / 2
+    assert chunked(16384, 768).latency_ms("ttft")["p99"] < chunked(2048, 768).latency_ms("ttft")["p99"] / 2
     # at high concurrency its smaller KV pool holds fewer requests: a lower throughput
-    assert point(16384, 2048).output_throughput < point(2048, 2048).output_throughput
+    assert chunked(16384, 2048).output_throughput < chunked(2048, 2048).output_throughput
+
+
+def test_an_unset_mem_fraction_static_leaves_room_for_the_prefill_budget(tmp_path):
+    """SGLang sizes an unset --mem-fraction-static so that 1.5 MB per token of
+    max(chunked_prefill_size, 2048), or of max(max_prefill_tokens, 2048) with chunked prefill off,
+    stay free (server_args.py ServerArgs._handle_gpu_memory_settings): prefill_chunk_kv_tokens."""
+    path = tmp_path / "budget.yaml"
+    path.write_text("prefill_chunk_kv_tokens: 25\n")
+
+    def pool(*flags: str) -> int:
+        return landscape.kv_pool(sweep.server_args({}, f"--standin-landscape={path}", *flags))
+    assert pool("--chunked-prefill-size", "8192") == 495488 - 25 * 8192
+    assert pool("--chunked-prefill-size", "-1", "--max-prefill-tokens", "16384") == 495488 - 25 * 16384
+    assert pool("--chunked-prefill-size", "-1", "--max-prefill-tokens", "1024") == 495488 - 25 * 2048
+    assert pool("--chunked-prefill-size", "8192", "--mem-fraction-static", "0.92") == 495488  # (set: no room kept)
+
+
+def test_a_prefill_batch_stops_at_max_prefill_tokens():
+    """PrefillAdder's rem_input_tokens (managers/schedule_policy.py): one request always, then
+    prompts up to max_prefill_tokens."""
+    sched = Scheduler(495488, 1024, max_prefill_tokens=4096)
+    for i in range(5):
+        sched.add(Request(f"r{i}", 2048, 8))
+    assert len(sched.plan().requests) == 2
+    single = Scheduler(495488, 1024, max_prefill_tokens=1024)
+    single.add(Request("long", 2048, 8))
+    assert len(single.plan().requests) == 1
 
 
 def test_reference_landscape_file_is_the_built_in_model():

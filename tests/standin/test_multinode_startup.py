@@ -7,7 +7,7 @@ from __future__ import annotations
 import socket
 import time
 
-from standin_helpers import Server, free_port
+from standin_helpers import Server, free_port, port_nothing_answers
 
 FAST = {"SGLANG_STANDIN_DIST_TIMEOUT": "30"}
 
@@ -101,12 +101,14 @@ def test_rank0_fails_like_torch_when_the_other_node_never_comes():
 
 
 def test_a_lone_rank1_fails_when_rank0_never_listens():
-    rank1 = node(1, free_port(), env={"SGLANG_STANDIN_DIST_TIMEOUT": "1"})
-    try:
-        assert rank1.wait_exit(30) != 0
-        assert "DistNetworkError: The client socket has timed out after 1s while trying to connect to (127.0.0.1, " in rank1.output()
-    finally:
-        rank1.stop()
+    with port_nothing_answers() as init_port:
+        rank1 = node(1, init_port, env={"SGLANG_STANDIN_DIST_TIMEOUT": "1"})
+        try:
+            assert rank1.wait_exit(30) != 0
+            assert ("DistNetworkError: The client socket has timed out after 1s while trying to connect to "
+                    f"(127.0.0.1, {init_port})") in rank1.output()
+        finally:
+            rank1.stop()
 
 
 def test_bad_multinode_flags_exit_2_with_sglang_s_message():

@@ -233,3 +233,28 @@ def test_best_profile_file_holds_the_exact_args(tmp_path):
     data = yaml.safe_load(text)
     assert data == {"sglang_server_args": {"max-running-requests": 2048, "num-continuous-decode-steps": 8,
                                            "tp-size": 8, "disable-radix-cache": True}, "sglang_profile": ""}
+
+
+def test_profiles_are_named_by_what_took_effect(tmp_path):
+    """run.json's profiles_in_effect (sglang_engine_args_info on each host): the table's headers
+    leave out the inert decode steps and show the capped max-running-requests; the provenance
+    keeps the ask and says what the engine ran otherwise."""
+    records = [point("baseline", *p) for p in BASELINE] + [point("big", *p) for p in TUNED]
+    path = make_run(tmp_path, records)
+    store = rs.RunStore(tmp_path, "20250101T000000Z-abcdef")
+    run = store.read_run_json()
+    run["profiles"] = {"baseline": run["profiles"]["baseline"],
+                       "big": {**run["profiles"]["tuned"], "max-running-requests": 4096}}
+    inert = ["num-continuous-decode-steps"]
+    run["profiles_in_effect"] = {
+        "baseline": {"gpu-vm-1": {"args": run["profiles"]["baseline"], "inert": inert, "differences": []}},
+        "big": {"gpu-vm-1": {"args": {**run["profiles"]["big"], "max-running-requests": 2048}, "inert": inert,
+                             "differences": [{"flag": "max-running-requests", "asked": 4096, "in_effect": 2048}]}}}
+    store.write_run_json(run, replace=True)
+    bench_report.make_report(path, template=TEMPLATE, baseline_profile="baseline")
+    report = Path(path, "report.md").read_text()
+    assert "| Concurrency | baseline (max-running-requests=1024) | big (max-running-requests=2048) |" in report
+    assert ("- Server args, profile **big**: `--max-running-requests 4096 --num-continuous-decode-steps 8 "
+            "--tp-size 8 --disable-radix-cache`; as the engine ran them: max-running-requests 2048 in effect "
+            "(4096 asked); no effect: num-continuous-decode-steps (no code of the installed engine reads it)\n"
+            in report)

@@ -113,6 +113,59 @@ def test_vllm_result_json_names_map_to_the_same_record():
     assert record["request_rate"] == "inf"
 
 
+# ---------------------------------------------------------------- JSONL + stdout (one client run)
+# sglang-0.5.11-client.*: SGLang 0.5.11's own client (python -m sglang.bench_serving, the role's
+# default argv) run for real against the stand-in (tests/fixtures/bench/SOURCES.md).
+
+
+@pytest.mark.parametrize("version, max_itl, filled", [
+    # Neither writes max_itl_ms nor num_prompts (0.5.11: bench_serving.py's result dict); both
+    # print "Max ITL (ms):" and echo num_prompts in their Namespace line.
+    ("0.5.11", 27.76, ["num_prompts", "itl_ms.max"]),
+    ("0.5.23", 14.32, ["num_prompts", "itl_ms.max"]),
+])
+def test_a_run_takes_what_its_jsonl_lacks_from_its_stdout(version, max_itl, filled):
+    stdout, jsonl = read(f"sglang-{version}-client.stdout.txt"), read(f"sglang-{version}-client.jsonl")
+    assert "max_itl_ms" not in json.loads(jsonl.splitlines()[-1])  # what the client left out
+    assert br.parse_jsonl_line(jsonl)["itl_ms"]["max"] is None  # (the record before: no Max ITL)
+    record = br.parse_client_output(stdout, jsonl)
+    assert record["itl_ms"]["max"] == max_itl
+    assert record["from_stdout"] == filled
+    assert record["status"] == "ok"
+
+
+def test_the_jsonl_wins_where_both_show_a_value():
+    stdout, jsonl = read("sglang-0.5.11-client.stdout.txt"), read("sglang-0.5.11-client.jsonl")
+    record, from_jsonl = br.parse_client_output(stdout, jsonl), br.parse_jsonl_line(jsonl)
+    # full precision, not the block's 2 decimals (Benchmark duration (s): 10.16, Mean ITL (ms): 15.80)
+    assert record["duration_s"] == 10.15564950800001 == from_jsonl["duration_s"]
+    assert record["itl_ms"]["mean"] == from_jsonl["itl_ms"]["mean"] != 15.80
+    for key in br.RECORD_KEYS:
+        if key in br.LATENCY_KEYS:
+            for stat in br.LATENCY_STATS:
+                if f"{key}.{stat}" not in record["from_stdout"]:
+                    assert record[key][stat] == from_jsonl[key][stat], (key, stat)
+        elif key not in record["from_stdout"]:
+            assert record[key] == from_jsonl[key], key
+    # 0.5.11 shows no P95 E2E in either: it stays unknown
+    assert record["e2e_ms"]["p95"] is None and record["num_prompts"] == 40
+
+
+def test_a_stdout_block_of_another_run_is_not_merged():
+    record = br.parse_client_output(read("sglang-0.5.23-client.stdout.txt"), read("sglang-0.5.11-client.jsonl"))
+    assert "from_stdout" not in record and record["itl_ms"]["max"] is None
+    assert record["completed"] == 40  # the JSONL's run (the block shows 20)
+
+
+def test_without_a_readable_jsonl_the_stdout_block_is_the_record():
+    stdout = read("sglang-0.5.11-client.stdout.txt")
+    record = br.parse_client_output(stdout, '{"backend": "sglang", "completed": 40, "total_thr')
+    assert record == only(br.parse_stdout(stdout)) and record["itl_ms"]["max"] == 27.76
+    assert "from_stdout" not in record
+    with pytest.raises(br.BenchParseError, match="JSONL: .*; stdout: no 'Serving Benchmark Result' block"):
+        br.parse_client_output("Segmentation fault", "{not json")
+
+
 # ---------------------------------------------------------------- stdout
 
 

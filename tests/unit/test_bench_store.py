@@ -212,11 +212,36 @@ def test_a_resumed_plan_returns_what_the_interrupted_sweep_left_to_collect(tmp_p
     resumed = bench_store.action_plan(plan_params(tmp_path, "r"))["resumed"]["h1"]
     assert resumed["log_since"] == 1000
     assert resumed["windows"] == [{"host": "h1", "profile": "tuned", "max_concurrency": 512, "repeat": 0,
-                                   "start": 1100.0, "end": 1150.0}]
+                                   "start": 1100.0, "end": 1150.0, "raw_start": 1100.0, "raw_end": 1150.0}]
     # Another profile of the run starts its excerpt at its own sweep.
     other = bench_store.action_plan(plan_params(tmp_path, "r", hosts={"h1": {"max_total_num_tokens": REF_KV,
                                                                              "profile": "baseline"}}))
     assert other["resumed"]["h1"]["log_since"] is None
+
+
+def test_a_resumed_point_is_summarised_over_its_benchmark_run(tmp_path):
+    """A record that names its telemetry window (sglang_bench: the client's run, not its process)
+    is summarised over it on resume; its raw samples still cover the whole process."""
+    points = bench_store.action_plan(plan_params(tmp_path, "r"))["points"]["h1"]
+    record = dict(ok_record(points[0], 1000.0), telemetry_window={
+        "start": 1015.2, "end": 1025.4, "seconds": 10.2, "source": "benchmark"})
+    store_one(tmp_path, "r", points[0], record, window={"start": 1000.0, "end": 1028.0})
+    resumed = bench_store.action_plan(plan_params(tmp_path, "r"))["resumed"]["h1"]
+    assert resumed["windows"] == [{"host": "h1", "profile": "tuned", "max_concurrency": points[0]["max_concurrency"],
+                                   "repeat": 0, "start": 1015.2, "end": 1025.4, "raw_start": 1000.0, "raw_end": 1028.0}]
+
+
+def test_telemetry_keeps_each_points_raw_samples_beside_its_output(tmp_path):
+    points = bench_store.action_plan(plan_params(tmp_path, "r8"))["points"]["h1"]
+    store_one(tmp_path, "r8", points[0], ok_record(points[0], 1000))
+    raw = "1000.500|0, 119.51, 0, 0, 435\n1001.000|0, 99.33, 0, 0, 360\n"
+    window = {"host": "h1", "profile": "tuned", "max_concurrency": points[0]["max_concurrency"], "repeat": 0,
+              "gpu": [{"index": 0, "power_w_mean": 99.33}], "raw": raw}
+    out = bench_store.action_telemetry({"results_dir": str(tmp_path), "run_id": "r8", "windows": [window], "logs": {}})
+    name = f"raw/h1/tuned/c{points[0]['max_concurrency']}-r0.gpu.csv"
+    assert out["raw_samples"] == [name] and out["changed"] is True
+    assert (tmp_path / "r8" / name).read_text() == raw
+    assert [r["gpu"] for r in RunStore(str(tmp_path), "r8").records()] == [window["gpu"]]
 
 
 def test_a_host_missing_from_a_sweep_is_marked_and_keeps_facts_it_had(tmp_path):

@@ -31,7 +31,8 @@ def test_the_default_search_targets_the_top_concurrency_from_the_inventory_args(
     assert search["objective"] == {"kind": "throughput", "concurrency": 2048}
     assert search["base_args"] == BASE
     assert search["budget"] == search_report.DEFAULT_BUDGET
-    assert search["decode_steps"] == tune_search.DECODE_STEPS and search["max_running_requests"] is True
+    assert search["max_running_requests"] is True and search["inert_flags"] == []
+    assert "decode_steps" not in search  # (no built-in dimension of a flag SGLang never reads)
     assert search_report.max_steps(search) == 20 + 8 + 1
 
 
@@ -54,6 +55,9 @@ def test_an_inventory_search_overrides_the_defaults():
     ({"budget": {"points": 0}}, "sglang_tune_search.budget.points must be a positive number"),
     ({"dimensions": [{"flag": "max-running-requests", "values": [1]}]}, "max-running-requests is built in"),
     ({"noise": 2}, "sglang_tune_search.noise must be a fraction"),
+    ({"decode_steps": [4, 8]}, "sglang_tune_search.decode_steps: --num-continuous-decode-steps has no effect in "
+                               "SGLang"),
+    ({"inert_flags": ["num-continuous-decode-steps"]}, "sglang_tune_search: unknown key(s) inert_flags"),
 ])
 def test_a_bad_search_names_the_variable(user, words):
     with pytest.raises(ValueError) as info:
@@ -134,7 +138,7 @@ def _sim_and_search(name):
     tune_sim = _tune_sim()
     values = tune_sim.landscape.load(str(LANDSCAPES / name))
     search = tune_sim.search_spec(values)
-    return tune_sim, tune_sim.Simulator(values, search["input_len"], search["output_len"]), search
+    return tune_sim, tune_sim.Simulator(LANDSCAPES / name, search["input_len"], search["output_len"]), search
 
 
 @pytest.mark.parametrize("landscape", ["reference.yaml", "memory-limit.yaml", "slo.yaml"])
@@ -157,7 +161,7 @@ def test_a_failed_start_is_a_trial_and_the_search_backs_off(tmp_path):
     driver.run()
     failed = [r for r in RunStore(tmp_path, "search").records() if r["status"] == "startup_failed"]
     assert failed and failed[0]["failure_kind"] == "oom" and failed[0]["elapsed_s"] == 30
-    assert failed[0]["server_args"]["mem-fraction-static"] == 0.96
+    assert failed[0]["server_args"]["mem-fraction-static"] == 0.98
     assert any("start failed: oom" in line and "next: backoff" in line for line in driver.lines)
 
 
@@ -199,7 +203,39 @@ def test_the_progress_line_says_what_ran_the_best_and_the_budget_left(tmp_path):
     assert "| best: base (the base args): " in first
     assert "11 points, 4 restarts" in first  # (a budget of 12 points and 5 restarts)
     assert "11 points, 4 restarts left, " in first and "min spent | next: run c=2048, restart: " in first
-    assert driver.lines[-1].split("| next: ")[1].startswith("stop: budget")
+    assert driver.lines[-1].split("| next: ")[1].startswith("stop: every dimension searched")
+
+
+def test_the_flags_the_hosts_engine_never_reads_come_from_run_json_and_cost_no_restart(tmp_path):
+    """search.yml writes each host's inert flags (sglang_engine_args_info) into run.json before
+    the first decision; every decision and the report take them from there."""
+    import jinja2
+    _, sim, _ = _sim_and_search("reference.yaml")
+    cds = "num-continuous-decode-steps"
+    search = search_report.build_search({"dimensions": [{"flag": cds, "values": [4, 8]}]},
+                                        {"max-running-requests": 1024, cds: 4}, [2048], 128, 128)
+    driver = Driver(tmp_path, sim, search)
+    driver.params["provenance"] = {"hosts": {"gpu-1": {"gpu_count": 8}}, "profiles": {},
+                                   "search_inert_flags": {"gpu-1": [cds]}}
+    stop = driver.run()
+    records = RunStore(tmp_path, "search").records()
+    assert {r["server_args"][cds] for r in records} == {4}
+    assert stop["decision"]["skipped"] == [{"flag": cds, "values": [4, 8], "reason": tune_search.INERT_REASON}]
+    run = RunStore(tmp_path, "search").read_run_json()
+    assert run["search_inert_flags"] == {"gpu-1": [cds]}
+    assert run["plan"]["search"]["inert_flags"] == []  # (not the plan's: a resume keeps its signature)
+    summary = search_report.search_summary(run, records)
+    assert summary["hosts"][0]["skipped"] == stop["decision"]["skipped"]
+    assert summary["hosts"][0]["points"] == stop["decision"]["points"]
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(REPO / "templates")), trim_blocks=True,
+                             lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    env.filters["num"] = lambda v, digits=0: "—" if v is None else f"{v:,.{digits}f}"
+    env.filters["cli"] = lambda d: " ".join(f"--{k} {v}" for k, v in d.items())
+    text = env.get_template("report-search.md.j2").render(search=summary, search_plot=None)
+    assert f"Skipped: `--{cds}` (4, 8), no code of the installed SGLang reads it: no restart is spent on it." in text
+    # without the host's entry (a run from before the scan) the dimension is searched
+    unscanned = search_report.search_summary(dict(run, search_inert_flags={}), records)
+    assert unscanned["hosts"][0]["skipped"] == [] and not unscanned["hosts"][0]["finished"]
 
 
 def test_run_json_keeps_the_search_in_the_plan_and_a_resume_with_another_is_refused(tmp_path):

@@ -13,6 +13,7 @@ import gpu_telemetry
 import pytest
 import sglang_bench
 from ansible.module_utils.bench_client import build_argv
+from ansible.module_utils.bench_results import benchmark_window
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -187,6 +188,59 @@ def test_telemetry_windows_of_a_sweep_in_one_call():
     assert got[0]["gpu"][0]["power_w_mean"] == 200.0 and got[1]["gpu"][0]["power_w_mean"] == 100.0
 
 
+
+
+# --- The point's telemetry window: the client's own run, not its process ---------------------------
+# sglang-0.5.11-client.*: SGLang 0.5.11's real client, the role's argv, against the stand-in; its
+# times.json holds that run's clock: the process ran 27.75 s, its benchmark 10.16 s.
+TIMES_0511 = json.loads((FIXTURES / "bench" / "sglang-0.5.11-client.times.json").read_text())
+JSONL_0511 = (FIXTURES / "bench" / "sglang-0.5.11-client.jsonl").read_text()
+STDOUT_0511 = (FIXTURES / "bench" / "sglang-0.5.11-client.stdout.txt").read_text()
+
+
+def test_a_points_window_is_the_clients_benchmark_run_not_its_process():
+    clock = iter([TIMES_0511["started"]] * 2 + [TIMES_0511["finished"]])
+    inner = fake_runner(stdout=STDOUT_0511, jsonl=JSONL_0511)
+
+    def runner(argv, **kwargs):  # the client writes its JSONL when its run ends, then exits
+        done = inner(argv, **kwargs)
+        if "--output-file" in argv:
+            written = TIMES_0511["jsonl_mtime"]
+            os.utime(argv[argv.index("--output-file") + 1], (written, written))
+        return done
+    params = dict(PARAMS, client="python", client_module="sglang.bench_serving", max_concurrency=8, num_prompts=40)
+    record, _, _, started, finished = sglang_bench.run_point(params, runner=runner, now=lambda: next(clock))
+    duration = json.loads(JSONL_0511)["duration"]
+    assert (started, finished) == (TIMES_0511["started"], TIMES_0511["finished"])  # (the process: 27.75 s)
+    assert record["telemetry_window"] == {
+        "start": round(TIMES_0511["jsonl_mtime"] - duration, 3), "end": round(TIMES_0511["jsonl_mtime"], 3),
+        "seconds": round(duration, 3), "source": "benchmark"}
+    assert record["itl_ms"]["max"] == 27.76  # (and the record has the client's Max ITL)
+
+
+def test_without_a_duration_the_window_is_the_clients_process():
+    clock = iter([100.0, 100.0, 130.0])
+    record, *_ = sglang_bench.run_point(PARAMS, runner=fake_runner(stdout="no result here"), now=lambda: next(clock))
+    assert record["status"] == "failed"
+    assert record["telemetry_window"] == {"start": 100.0, "end": 130.0, "seconds": 30.0, "source": "client"}
+
+
+def test_the_summary_covers_the_benchmark_and_the_raw_samples_the_process():
+    """A real H200's nvidia-smi -lms 500 loop (tests/fixtures/nvidia-smi/h200-1gpu/loop.csv), each line
+    stamped as the sampler stamps it; a client process of 2.9 s whose run took 1.1 s."""
+    loop = (FIXTURES / "nvidia-smi" / "h200-1gpu" / "loop.csv").read_text().splitlines()
+    samples = "".join("%.3f|%s\n" % (1000.0 + 0.5 * i, line) for i, line in enumerate(loop))  # noqa: UP031
+    window = benchmark_window(999.9, 1002.8, 1.1, written=1001.1)
+    assert window == {"start": 1000.0, "end": 1001.1, "seconds": 1.1, "source": "benchmark"}
+    (point,) = gpu_telemetry.windows_of(samples, [dict(window, max_concurrency=8, raw_start=999.9, raw_end=1002.8)])
+    (gpu,) = point["gpu"]
+    # only the three samples of the run: 119.51, 99.33, 81.68 W (the GPU idles at 81 W after it)
+    assert gpu["samples"] == 3
+    assert gpu["power_w_mean"] == round((119.51 + 99.33 + 81.68) / 3, 2)  # (parse_telemetry_csv rounds)
+    assert gpu["power_w_max"] == 119.51 and gpu["sm_clock_mhz_mean"] == (435 + 360 + 345) / 3
+    (whole,) = gpu_telemetry.window(samples, 999.9, 1002.8)
+    assert whole["samples"] == 6 and whole["power_w_mean"] < gpu["power_w_mean"] - 9  # what the old window gave
+    assert point["raw"] == samples  # every sample of the process, as the sampler wrote it
 
 
 def test_a_client_left_by_an_interrupted_run_is_stopped(tmp_path):

@@ -5,6 +5,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -131,3 +132,73 @@ def test_a_non_positive_timeout_or_interval_is_a_clean_failure(capsys, name, val
     result = run_health(capsys, **args)
     assert result["failed"] is True
     assert result["msg"] == f"sglang_server_health_{name} must be a positive number of seconds, got {float(value)}"
+
+
+LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "sglang-logs"
+HARMONY = "ModuleNotFoundError: No module named 'openai_harmony'"
+
+# A server that writes a real-format SGLang log as it starts: the fixture's lines up to the
+# traceback's exception line, a pause with the traceback the last thing logged, then the rest
+# up to "fired up", and only then /health_generate answers 200. With "exit", it dies after
+# the traceback instead (status 1), as an uncaught exception would.
+LOGGING_SERVER = r"""
+import http.server, sys, threading, time
+log, port, fixture, after, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if ready.is_set() else 503)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+ready = threading.Event()
+server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Health)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+lines = open(fixture).read().splitlines(keepends=True)
+cut = next(i for i, line in enumerate(lines) if line.startswith(after)) + 2
+with open(log, "a", buffering=1) as out:
+    out.writelines(lines[:cut])
+    time.sleep(1.5)
+    if mode == "exit":
+        sys.exit(1)
+    for line in lines[cut:]:
+        out.write(line)
+        if "fired up and ready" in line:
+            ready.set()
+time.sleep(60)
+"""
+
+
+def logging_server(tmp_path, mode):
+    port = free_port()
+    log = tmp_path / "server.log"
+    proc = subprocess.Popen([sys.executable, "-c", LOGGING_SERVER, str(log), str(port),
+                             str(LOGS / "caught-warning-traceback.log"), "ModuleNotFoundError", mode])
+    # (reaped when it exits, as systemd or a launch script reaps a server: a zombie still answers kill -0)
+    threading.Thread(target=proc.wait, daemon=True).start()
+    return proc, port, log
+
+
+def test_a_caught_warning_traceback_before_ready_is_a_good_start(capsys, tmp_path):
+    proc, port, log = logging_server(tmp_path, "serve")
+    try:
+        result, _ = wait_health(capsys, port, log, proc.pid, timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert result.get("failed") is not True, result
+    assert result["ready"] is True and result["failure_kind"] is None
+    assert result["caught_errors"] == [HARMONY]
+    assert result["max_total_num_tokens"] == 495488
+
+
+def test_a_traceback_then_the_process_gone_is_a_failure(capsys, tmp_path):
+    proc, port, log = logging_server(tmp_path, "exit")
+    try:
+        result, waited = wait_health(capsys, port, log, proc.pid, timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert result["failed"] is True and result["ready"] is False
+    assert result["failure_kind"] == "traceback" and result["failure_line"] == HARMONY
+    assert result["unit_state"] == f"process {proc.pid} exited"
+    assert waited < 15

@@ -6,8 +6,9 @@ ARGS = {"model-path": "org/model", "tp-size": 8, "disable-cuda-graph": True, "en
         "max-running-requests": "auto", "num-continuous-decode-steps": 8}
 
 
-def test_auto_resolves_once_the_kv_tokens_are_known(run_module):
-    result = run_module(sglang_launch_args_info, args=ARGS, kv_tokens=495488, request_tokens=256)
+def test_auto_resolves_once_the_kv_tokens_and_the_engines_limit_are_known(run_module):
+    result = run_module(sglang_launch_args_info, args=ARGS, kv_tokens=495488, request_tokens=256,
+                        engine_limit="2048")
     assert result["changed"] is False and result["rc_exit"] == 0
     assert result["args"] == {"model-path": "org/model", "tp-size": 8, "disable-cuda-graph": True,
                               "max-running-requests": 1935, "num-continuous-decode-steps": 8}
@@ -19,6 +20,8 @@ def test_first_start_runs_without_auto(run_module):
     result = run_module(sglang_launch_args_info, args=ARGS, kv_tokens="", request_tokens="256")
     assert "max-running-requests" not in result["args"]
     assert result["capacity"] is None and result["auto_pending"] is True
+    known_kv = run_module(sglang_launch_args_info, args=ARGS, kv_tokens=495488, request_tokens=256, engine_limit="")
+    assert "max-running-requests" not in known_kv["args"] and known_kv["auto_pending"] is True
 
 
 def test_bad_request_tokens_fail_naming_the_variable(run_module):

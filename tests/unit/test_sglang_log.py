@@ -162,3 +162,117 @@ def test_empty_log():
     state = classify_log("")
     assert state["ready"] is False and state["failure_kind"] is None
     assert state["max_total_num_tokens"] is None and state["last_decode"] is None
+
+
+# --- Tracebacks SGLang catches and goes on from (the log format has no level name) ---------------
+
+HARMONY = "ModuleNotFoundError: No module named 'openai_harmony'"
+
+
+def harmony_lines():
+    return (LOGS / "caught-warning-traceback.log").read_text().splitlines()
+
+
+def test_a_caught_warning_traceback_before_ready_is_not_a_failure():
+    """SGLang 0.5.11 without openai-harmony: http_server.py's lifespan logs the ImportError's
+    traceback at WARNING and the server becomes ready (caught-warning-traceback.log)."""
+    state = classify("caught-warning-traceback.log")
+    assert state["ready"] is True
+    assert state["failure_kind"] is None and state["failure_line"] is None
+    assert state["caught_errors"] == [HARMONY]
+    assert state["max_total_num_tokens"] == 495488 and state["last_decode"]["running_req"] == 2048
+
+
+def test_the_caught_traceback_through_the_journal_gives_the_same_answer():
+    journal = [f"Nov 29 09:03:{i % 60:02d} sglang-vm run_tp8.sh[4187]: {line}" for i, line in enumerate(harmony_lines())]
+    assert classify_log(journal) == classify("caught-warning-traceback.log")
+
+
+def test_streaming_a_traceback_waits_for_what_follows_it():
+    lines = harmony_lines()
+    error_at = lines.index(HARMONY)
+    watcher = LogWatcher().feed_lines(lines[:error_at + 2])  # the traceback and its blank line
+    assert watcher.failure_kind is None and watcher.pending_error == HARMONY
+    watcher.feed(lines[error_at + 2])  # "[...] INFO:     Application startup complete."
+    assert watcher.pending_error is None and watcher.caught_errors == [HARMONY]
+    assert watcher.failure_kind is None
+
+
+def test_a_traceback_the_log_ends_on_is_a_failure():
+    """The process died right after it (an uncaught exception): nothing follows the traceback."""
+    lines = harmony_lines()
+    state = classify_log(lines[:lines.index(HARMONY) + 2])
+    assert state["ready"] is False
+    assert state["failure_kind"] == "traceback" and state["failure_line"] == HARMONY
+    assert state["caught_errors"] == []
+
+
+def test_a_crash_after_a_caught_traceback_names_the_crash():
+    crash = (LOGS / "traceback-after-ready.log").read_text().splitlines()
+    crash = crash[next(i for i, line in enumerate(crash) if "Scheduler hit an exception" in line):]
+    state = classify_log(harmony_lines() + crash)
+    assert state["ready"] is True and state["failure_kind"] == "traceback"
+    assert state["failure_line"] == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert state["caught_errors"] == [HARMONY]
+
+
+def sglang_logged(message, error, level="warning"):
+    """What logger.<level>(message, exc_info=True) writes with SGLang's log format
+    (srt/utils/common.py configure_logger): Python's logging formats the traceback."""
+    import io
+    import logging
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("[%(asctime)s] %(message)s", datefmt="%Y-%m-%d %H:%M:%S"))
+    logger = logging.getLogger(f"sglang-test-{message}")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        raise error
+    except Exception:
+        getattr(logger, level)(message, exc_info=True)
+    return stream.getvalue().splitlines()
+
+
+@pytest.mark.parametrize("message, error, level", [
+    # srt/multimodal/audio_from_video.py: logger.warning("Error extracting audio from video", exc_info=True)
+    ("Error extracting audio from video", RuntimeError("NCCL error: unhandled cuda error"), "warning"),
+    # srt/entrypoints/openai/serving_tokenize.py: logger.error("Error during tokenization", exc_info=True),
+    # per request, and the server goes on serving
+    ("Error during tokenization", RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), "error"),
+])
+def test_a_logged_traceback_followed_by_progress_is_caught_whatever_its_error(message, error, level):
+    lines = harmony_lines()
+    ready_at = next(i for i, line in enumerate(lines) if "fired up" in line)
+    logged = sglang_logged(message, error, level)
+    assert logged[1] == "Traceback (most recent call last):"  # (exc_info: the traceback under the message)
+    state = classify_log(lines[:ready_at + 1] + logged + lines[ready_at + 1:])
+    assert state["ready"] is True and state["failure_kind"] is None
+    assert state["caught_errors"] == [HARMONY, logged[-1]]
+
+
+@pytest.mark.parametrize("line", [
+    # sglang 0.5.11's fatal paths, as they log them (module_utils/sglang_log.py FATAL_MESSAGES)
+    "[2026-11-29 09:05:22] TokenizerManager hit an exception: Traceback (most recent call last):",
+    "[2026-11-29 09:05:22] DetokenizerManager hit an exception: Traceback (most recent call last):",
+    "[2026-11-29 09:05:22] DataParallelController hit an exception: Traceback (most recent call last):",
+    "[2026-11-29 09:05:22] SIGQUIT received. signum=None, frame=None. It usually means one child failed.",
+    "[2026-11-29 09:05:22] Initialization failed. warmup error: Traceback (most recent call last):",
+    "[2026-11-29 09:05:22] Subprocess scheduler_0 (pid=4190) crashed with exit code -9. Triggering SIGQUIT for cleanup...",
+    "[2026-11-29 09:05:22 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)",
+    "RuntimeError: Rank 3 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL), "
+    "a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.",
+])
+def test_sglang_fatal_messages_are_failures_at_once(line):
+    lines = harmony_lines()
+    ready_at = next(i for i, line in enumerate(lines) if "fired up" in line)
+    watcher = LogWatcher().feed_lines(lines[:ready_at + 1] + [line])
+    assert watcher.failure_kind == "traceback"  # (no end(): the health wait fails on it at once)
+
+
+def test_a_soft_watchdog_timeout_only_warns():
+    state = classify_log(harmony_lines() + [
+        "[2026-11-29 09:05:22 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=True)",
+        "[2026-11-29 09:05:24 TP0] Decode batch. #running-req: 8, #token: 900, token usage: 0.01, "
+        "cuda graph: True, gen throughput (token/s): 250.5, #queue-req: 0, "])
+    assert state["failure_kind"] is None

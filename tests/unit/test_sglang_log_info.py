@@ -40,3 +40,24 @@ def test_unreadable_log_fails_naming_the_path(run_module, tmp_path):
 def test_negative_lines_max_is_refused(run_module):
     result = run_module(sglang_log_info, path=str(LOGS / "oom.log"), lines_max=-1)
     assert result["failed"] is True and "lines_max" in result["msg"]
+
+
+def test_a_caught_warning_traceback_before_ready_says_ready(run_module):
+    """SGLang 0.5.11 logs the missing openai-harmony's ImportError with its traceback (WARNING)
+    and starts: ready, no failure; the error is reported as caught."""
+    result = run_module(sglang_log_info, path=str(LOGS / "caught-warning-traceback.log"))
+    assert "failed" not in result
+    assert result["ready"] is True
+    assert result["failure_kind"] is None and result["failure_line"] is None
+    assert result["caught_errors"] == ["ModuleNotFoundError: No module named 'openai_harmony'"]
+
+
+def test_a_log_that_ends_on_a_traceback_is_a_failure(run_module, tmp_path):
+    lines = (LOGS / "caught-warning-traceback.log").read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if line.startswith("ModuleNotFoundError"))
+    log = tmp_path / "died.log"
+    log.write_text("".join(lines[:cut + 2]))  # the server died right after it
+    result = run_module(sglang_log_info, path=str(log))
+    assert result["ready"] is False
+    assert result["failure_kind"] == "traceback"
+    assert result["failure_line"] == "ModuleNotFoundError: No module named 'openai_harmony'"

@@ -22,23 +22,34 @@ REFERENCE_ARGS = {"model-path": "lukealonso/GLM-5-NVFP4", "tp-size": 8, "mem-fra
 
 
 def test_auto_resolves_to_the_kv_capacity_in_requests():
-    # 495,488 KV tokens of the reference VM / 256 tokens a request = 1,935 requests
-    result = sweep.resolve_server_args(REFERENCE_ARGS, 495488, 256)
+    # 495,488 KV tokens of the reference VM / 256 tokens a request = 1,935 requests, below the
+    # 2,048 that SGLang 0.5.10.post1 chose itself there (min(clamp(495488 / 202752 x 512, 2048,
+    # 4096), 495488 // 2))
+    result = sweep.resolve_server_args(REFERENCE_ARGS, 495488, 256, 2048)
     assert result["args"] == {"model-path": "lukealonso/GLM-5-NVFP4", "tp-size": 8, "mem-fraction-static": 0.92,
                               "disable-cuda-graph": True, "max-running-requests": 1935,
                               "num-continuous-decode-steps": 8}
     assert list(result["args"]) == ["model-path", "tp-size", "mem-fraction-static", "disable-cuda-graph",
                                     "max-running-requests", "num-continuous-decode-steps"]
     assert result["capacity"] == 1935 and result["auto"] is True and result["auto_pending"] is False
-    assert sweep.resolve_server_args(REFERENCE_ARGS, "495488", "512")["args"]["max-running-requests"] == 967
+    assert sweep.resolve_server_args(REFERENCE_ARGS, "495488", "512", "2048")["args"]["max-running-requests"] == 967
 
 
-@pytest.mark.parametrize("kv_tokens", [None, "", 0, "None"])
-def test_auto_is_left_out_until_the_capacity_is_known(kv_tokens):
-    result = sweep.resolve_server_args(REFERENCE_ARGS, kv_tokens, 256)
+def test_auto_stays_within_the_limit_the_engine_chose_itself():
+    """The real H200 with SGLang 0.5.11 (tests/fixtures/real-sglang-0.5.11/): a KV pool of
+    9,099,668 tokens is 35,545 requests of 256, where SGLang itself chose 4,096: auto asks 4,096."""
+    result = sweep.resolve_server_args({"max-running-requests": "auto"}, 9099668, 256, 4096)
+    assert result["capacity"] == 35545 and result["args"] == {"max-running-requests": 4096}
+
+
+@pytest.mark.parametrize(("kv_tokens", "engine_limit"), [(None, 2048), ("", 2048), (0, 2048), ("None", 2048),
+                                                        (495488, None), (495488, "")])
+def test_auto_is_left_out_until_the_capacity_and_the_engines_limit_are_known(kv_tokens, engine_limit):
+    result = sweep.resolve_server_args(REFERENCE_ARGS, kv_tokens, 256, engine_limit)
     assert "max-running-requests" not in result["args"]
     assert result["args"]["num-continuous-decode-steps"] == 8
-    assert result["capacity"] is None and result["auto_pending"] is True
+    assert result["auto_pending"] is True
+    assert result["capacity"] == (1935 if kv_tokens == 495488 else None)
 
 
 def test_a_number_stays_and_the_capacity_is_still_reported():

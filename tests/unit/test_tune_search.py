@@ -9,12 +9,18 @@ import pytest
 from ansible.module_utils import tune_search
 
 KV_TOKENS = 1000 * 256  # a KV capacity of 1,000 requests of 128 + 128 tokens
+CPS = "chunked-prefill-size"  # the example dimension of these tests
+CDS = "num-continuous-decode-steps"  # a flag SGLang never reads
+
+
+def chunks(*values: int) -> list[dict]:
+    return [{"flag": CPS, "values": list(values)}]
 
 
 def throughput_search(**extra) -> dict:
     search = {"objective": {"kind": "throughput", "concurrency": 1200},
-              "base_args": {"max-running-requests": 500, "num-continuous-decode-steps": 4},
-              "decode_steps": [2, 4, 8], "input_len": 128, "output_len": 128}
+              "base_args": {"max-running-requests": 500, CPS: 4096},
+              "dimensions": chunks(2048, 4096, 8192), "input_len": 128, "output_len": 128}
     search.update(extra)
     return search
 
@@ -29,10 +35,10 @@ def failed_start(args: dict, kind: str) -> dict:
 
 
 def landscape(args: dict, load: int) -> float:
-    """A made-up, noise-free landscape: the batch that runs, and a peak at 8 decode steps."""
+    """A made-up, noise-free landscape: the batch that runs, and a peak at a chunk of 8192."""
     batch = min(load, args.get("max-running-requests", 10_000), 1000)
-    steps = args.get("num-continuous-decode-steps", 1)
-    return batch * (1.0 - 0.02 * abs(steps - 8) / 4)
+    chunk = args.get(CPS, 8192)
+    return batch * (1.0 - 0.02 * abs(chunk - 8192) / 4096)
 
 
 def run_to_stop(search: dict, oracle=landscape, limit: int = 40) -> tuple[dict, list[dict]]:
@@ -48,13 +54,13 @@ def run_to_stop(search: dict, oracle=landscape, limit: int = 40) -> tuple[dict, 
 def test_first_trial_is_the_base_at_the_target_concurrency():
     step = tune_search.next_trial(throughput_search(), [])
     assert step["action"] == "run" and step["restart"] is True
-    assert step["server_args"] == {"max-running-requests": 500, "num-continuous-decode-steps": 4}
+    assert step["server_args"] == {"max-running-requests": 500, CPS: 4096}
     assert step["max_concurrency"] == 1200
     assert step["points"] == 0 and step["restarts"] == 0 and step["best"] is None
 
 
 def test_max_running_requests_candidates_come_from_the_kv_capacity():
-    base = {"max-running-requests": 500, "num-continuous-decode-steps": 4}
+    base = {"max-running-requests": 500, CPS: 4096}
     step = tune_search.next_trial(throughput_search(), [ok(base, 1200, 500.0)])
     assert step["kv_capacity"] == 1000
     assert step["server_args"]["max-running-requests"] == 1000  # at the capacity first
@@ -63,11 +69,11 @@ def test_max_running_requests_candidates_come_from_the_kv_capacity():
 
 
 def four_then_eight(eight_throughput: float) -> tuple[dict, dict, dict, list[dict], dict]:
-    """A search of decode steps only: the base (4 steps) at 1000 tokens/s, then one point of 8
-    steps at eight_throughput. (search, base, eight, trials, the next step)."""
-    base = {"max-running-requests": 1000, "num-continuous-decode-steps": 4}
+    """A search of the chunk only: the base (4096) at 1000 tokens/s, then one point of 8192 at
+    eight_throughput. (search, base, eight, trials, the next step)."""
+    base = {"max-running-requests": 1000, CPS: 4096}
     search = throughput_search(base_args=base, max_running_requests=False)
-    eight = {**base, "num-continuous-decode-steps": 8}
+    eight = {**base, CPS: 8192}
     trials = [ok(base, 1200, 1000.0), ok(eight, 1200, eight_throughput)]
     return search, base, eight, trials, tune_search.next_trial(search, trials)
 
@@ -78,11 +84,11 @@ def test_within_noise_repeats_the_running_candidate_then_says_so():
     assert step["server_args"] == eight and step["max_concurrency"] == 1200
     trials += [ok(eight, 1200, 1008.0), ok(eight, 1200, 1002.0)]
     step = tune_search.next_trial(search, trials)
-    eight_entry = next(p for p in step["path"] if p["candidate"] == "num-continuous-decode-steps 8")
+    eight_entry = next(p for p in step["path"] if p["candidate"] == f"{CPS} 8192")
     assert eight_entry["verdict"] == "within noise" and eight_entry["points"] == 3 and not eight_entry["kept"]
-    assert step["server_args"]["num-continuous-decode-steps"] == 2  # not better upwards: try down
+    assert step["server_args"][CPS] == 2048  # not better upwards: try down
     assert step["best"]["server_args"] == base
-    assert step["best"]["within_noise"] == ["num-continuous-decode-steps 8"]
+    assert step["best"]["within_noise"] == [f"{CPS} 8192"]
 
 
 def test_a_clear_winner_is_confirmed_by_one_more_point():
@@ -90,14 +96,14 @@ def test_a_clear_winner_is_confirmed_by_one_more_point():
     assert step["action"] == "repeat" and step["server_args"] == eight and step["restart"] is False
     assert step["best"]["server_args"] == base  # not crowned on one sample
     step = tune_search.next_trial(search, trials + [ok(eight, 1200, 1090.0)])
-    assert step["action"] == "stop"  # 8 is the top of [2, 4, 8]: better, and nothing further up
+    assert step["action"] == "stop"  # 8192 is the top of the axis: better, and nothing further up
     assert step["best"]["server_args"] == eight and step["best"]["output_throughput"] == 1095.0
     assert step["best"]["spread"] == 5.0 and step["best"]["points"] == 2
 
 
 def test_a_start_that_runs_out_of_memory_backs_off_that_dimension():
-    base = {"max-running-requests": 1000, "num-continuous-decode-steps": 4, "mem-fraction-static": 0.88}
-    search = throughput_search(base_args=base, max_running_requests=False, decode_steps=[],
+    base = {"max-running-requests": 1000, CPS: 4096, "mem-fraction-static": 0.88}
+    search = throughput_search(base_args=base, max_running_requests=False,
                                dimensions=[{"flag": "mem-fraction-static", "values": [0.88, 0.96]}])
     high = {**base, "mem-fraction-static": 0.96}
     step = tune_search.next_trial(search, [ok(base, 1200, 1000.0), failed_start(high, "oom")])
@@ -121,14 +127,14 @@ def test_a_first_start_that_fails_lowers_or_raises_mem_fraction_static():
 def slo_search(**extra) -> dict:
     search = {"objective": {"kind": "slo", "percentile": "p99", "ttft_ms": 2000, "tpot_ms": 100,
                             "loads": [100, 200, 400, 800, 1600]},
-              "base_args": {"num-continuous-decode-steps": 4}, "decode_steps": [4, 8],
+              "base_args": {CPS: 4096}, "dimensions": chunks(4096, 8192),
               "max_running_requests": False, "input_len": 128, "output_len": 128}
     search.update(extra)
     return search
 
 
 def test_slo_candidate_missing_the_slo_at_the_incumbents_best_load_is_dropped_at_once():
-    base, eight = {"num-continuous-decode-steps": 4}, {"num-continuous-decode-steps": 8}
+    base, eight = {CPS: 4096}, {CPS: 8192}
     # the base meets the SLO up to 400 (bisection: 100, then 800 fails, 200 and 400 pass)
     trials = [ok(base, 100, 100.0), ok(base, 800, 700.0, tpot=150.0), ok(base, 200, 200.0), ok(base, 400, 390.0)]
     step = tune_search.next_trial(slo_search(), trials)
@@ -163,7 +169,7 @@ def test_resuming_gives_the_same_proposals():
 def test_finds_the_peak_with_one_restart_per_candidate():
     stop, trials = run_to_stop(throughput_search())
     # 1200 runs no more than the KV capacity's 1000: within noise, the incumbent stays
-    assert stop["best"]["server_args"] == {"max-running-requests": 1000, "num-continuous-decode-steps": 8}
+    assert stop["best"]["server_args"] == {"max-running-requests": 1000, CPS: 8192}
     entry = next(p for p in stop["path"] if p["candidate"] == "max-running-requests 1200")
     assert entry["verdict"] == "within noise" and entry["vs"] == "max-running-requests 1000"
     configs = [tune_search.config_key(t["server_args"]) for t in trials]
@@ -184,7 +190,7 @@ def test_the_points_budget_stops_with_the_best_so_far():
 
 
 def test_the_minutes_budget_counts_the_trials_elapsed_time():
-    base = {"max-running-requests": 500, "num-continuous-decode-steps": 4}
+    base = {"max-running-requests": 500, CPS: 4096}
     trial = {**ok(base, 1200, 500.0), "elapsed_s": 50.0}
     step = tune_search.next_trial(throughput_search(budget={"minutes": 1}), [trial])
     assert step["action"] == "stop" and step["reason"].startswith("budget:")
@@ -197,7 +203,9 @@ def test_the_minutes_budget_counts_the_trials_elapsed_time():
     ({"objective": {"kind": "slo"}}, "ttft_ms and/or tpot_ms"),
     ({"objective": {"kind": "slo", "ttft_ms": 100, "percentile": "p42"}}, "search.objective.percentile"),
     ({"dimensions": [{"flag": "chunked-prefill-size"}]}, "search.dimensions"),
-    ({"dimensions": [{"flag": "num-continuous-decode-steps", "values": [1]}]}, "search.decode_steps"),
+    ({"dimensions": [{"flag": "max-running-requests", "values": [1]}]}, "search.max_running_requests"),
+    ({"decode_steps": [1, 8]}, "search.decode_steps: --num-continuous-decode-steps has no effect in SGLang"),
+    ({"inert_flags": "num-continuous-decode-steps"}, "search.inert_flags"),
     ({"budget": {"points": 0}}, "search.budget.points"),
     ({"input_len": None}, "search.input_len"),
     ({"noise": "high"}, "search.noise"),
@@ -217,22 +225,80 @@ def test_judge_uses_the_spread_of_the_repeats():
 
 
 def test_a_step_within_noise_but_above_the_incumbent_is_crossed_once():
-    base = {"max-running-requests": 1000, "num-continuous-decode-steps": 4}
-    search = throughput_search(base_args=base, max_running_requests=False, decode_steps=[2, 4, 8, 16, 32])
-    eight, sixteen = ({**base, "num-continuous-decode-steps": n} for n in (8, 16))
+    base = {"max-running-requests": 1000, CPS: 4096}
+    search = throughput_search(base_args=base, max_running_requests=False,
+                               dimensions=chunks(2048, 4096, 8192, 16384, 32768))
+    eight, sixteen = ({**base, CPS: n} for n in (8192, 16384))
     leaning = [ok(base, 1200, 1000.0)] + [ok(eight, 1200, v) for v in (1008.0, 1010.0, 1006.0)]
     step = tune_search.next_trial(search, leaning)
     assert step["server_args"] == sixteen and step["restart"] is True  # against the incumbent, 4
     # a second flat step ends the walk up; down from the incumbent next
     step = tune_search.next_trial(search, leaning + [ok(sixteen, 1200, v) for v in (1009.0, 1004.0, 1011.0)])
-    assert step["server_args"]["num-continuous-decode-steps"] == 2
-    # 16 clearly better than 4: the walk goes on from 16
+    assert step["server_args"][CPS] == 2048
+    # 16384 clearly better than 4096: the walk goes on from 16384
     step = tune_search.next_trial(search, leaning + [ok(sixteen, 1200, 1040.0), ok(sixteen, 1200, 1044.0)])
-    assert step["server_args"]["num-continuous-decode-steps"] == 32
+    assert step["server_args"][CPS] == 32768
     assert step["best"]["server_args"] == sixteen
     # within noise below the incumbent: no crossing, the walk turns down
     below = [ok(base, 1200, 1000.0)] + [ok(eight, 1200, v) for v in (992.0, 994.0, 990.0)]
-    assert tune_search.next_trial(search, below)["server_args"]["num-continuous-decode-steps"] == 2
+    assert tune_search.next_trial(search, below)["server_args"][CPS] == 2048
+
+
+# -- flags the engine never reads, and limits it caps -------------------------------------------
+
+
+def test_a_dimension_the_engine_never_reads_is_skipped_and_costs_no_restart():
+    dims = [{"flag": CDS, "values": [1, 4, 8]}, *chunks(2048, 4096, 8192)]
+    search = throughput_search(base_args={"max-running-requests": 1000, CPS: 4096, CDS: 4}, dimensions=dims,
+                               max_running_requests=False, inert_flags=["--" + CDS])
+    stop, trials = run_to_stop(search)
+    assert {t["server_args"][CDS] for t in trials} == {4}  # (the base's, passed along as given)
+    assert stop["skipped"] == [{"flag": CDS, "values": [1, 4, 8], "reason": "no code of the installed SGLang reads it"}]
+    assert all(p["candidate"].startswith(CPS) or p["candidate"] == "base" for p in stop["path"])
+    assert stop["best"]["server_args"][CPS] == 8192
+    # the tuner holds no list of such flags: unless the engine's scan says so, it is searched
+    stop, trials = run_to_stop(dict(search, inert_flags=[]))
+    assert stop["skipped"] == [] and {t["server_args"][CDS] for t in trials} > {4}
+
+
+def reported(args: dict, load: int, tput: float, ran: int, kv_tokens: int) -> dict:
+    """A point whose start reported the KV pool and the max-running-requests in effect."""
+    return dict(ok(args, load, tput), max_total_num_tokens=kv_tokens, max_running_requests=ran)
+
+
+def test_an_ask_at_or_above_a_cap_the_engine_reported_is_not_run_again():
+    """SGLang caps max-running-requests without a warning (0.5.11 on an H200: 8192 ran as 4096).
+    A start that reports less than it asked for teaches the search the cap of its KV pool; a
+    candidate that would run as an already measured configuration is not started."""
+    search = {"objective": {"kind": "throughput", "concurrency": 8192}, "base_args": {"max-running-requests": 8192},
+              "input_len": 128, "output_len": 128}
+    kv = 6000 * 256  # a KV capacity of 6,000 requests: the candidates 3000, 6000 and 7500
+    trials = [reported({"max-running-requests": 8192}, 8192, 4000.0, 4096, kv)]
+    stop = tune_search.next_trial(search, trials)
+    assert stop["action"] == "stop" and stop["restarts"] == 1  # 6000 runs as 4096: the base
+    entry = stop["path"][-1]
+    assert entry["candidate"] == "max-running-requests 6000" and entry["points"] == 0 and not entry["kept"]
+    assert entry["verdict"] == "not run: in effect the same as base (max-running-requests 6000 runs as 4096, as 8192 did)"
+    # another KV pool: its cap is not known, the candidate runs
+    other = {"max-running-requests": 8192, "mem-fraction-static": 0.85}
+    step = tune_search.next_trial(dict(search, base_args=other), [reported(other, 8192, 4000.0, 4096, kv)])
+    assert step["action"] == "stop"  # (the cap of its own pool, learned from its own start)
+    fresh = tune_search.next_trial(dict(search, base_args=other), [reported(other, 8192, 4000.0, 8192, kv)])
+    assert fresh["action"] == "run" and fresh["server_args"]["max-running-requests"] == 6000
+
+
+def test_an_unset_limit_is_the_default_the_engine_reported():
+    """Unset, max-running-requests is what the start reported (SGLang's default for that KV
+    pool): an explicit ask of the same value is the same server."""
+    search = throughput_search(base_args={CPS: 4096}, dimensions=chunks(4096, 8192))
+    trials = [reported({CPS: 4096}, 1200, 1000.0, 1000, KV_TOKENS)]
+    step = tune_search.next_trial(search, trials)
+    # the default, 1000, is the KV capacity: on the axis, so the climb starts from it (up: 1200)
+    assert step["server_args"] == {CPS: 4096, "max-running-requests": 1200}
+    state = tune_search._Search(tune_search.validate(search), trials)
+    state._consume(trials[0])
+    assert state.effective({CPS: 4096}) == state.effective({CPS: 4096, "max-running-requests": 1000})
+    assert state.measured_twin({CPS: 4096, "max-running-requests": 1000}) == {CPS: 4096}
 
 
 LANDSCAPES = sorted((Path(__file__).resolve().parents[2] / "standin" / "sglang_standin" / "landscapes").glob("*.yaml"))
@@ -264,3 +330,15 @@ def test_tune_sim_on_the_reference_landscape(capsys):
     assert result["over_capacity_points"] == 0 and result["kv_capacity"] == 1935
     assert result["best_server_args"]["max-running-requests"] >= 1935
     assert result["grid"]["restarts"] > result["restarts"]
+    # the reference's hand tuning tried num-continuous-decode-steps: no code reads it, no restart
+    assert result["skipped"] == ["num-continuous-decode-steps"] and result["restarts_on_inert_flags"] == 0
+
+
+@pytest.mark.parametrize("path", LANDSCAPES, ids=lambda p: p.stem)
+def test_tune_sim_on_every_landscape_within_3_percent_under_10_seeds(capsys, path):
+    """make tune-sim --seeds 10: every seed's best within 3% of the noise-free optimum, no restart
+    spent on a flag the stand-in never reads, no point the KV capacity rules out."""
+    assert _tune_sim().main(["--quiet", "--landscape", str(path), "--seeds", "10"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["within_3pct"] == 10, result
+    assert result["restarts_on_inert_flags"] == 0 and result["over_capacity_points"] == 0

@@ -69,6 +69,13 @@ def test_tune_run_json_and_report():
     assert "molecule-bench-key" not in (RESULTS / "molecule-tune" / "run.json").read_text()
     report = (RESULTS / "molecule-tune" / "report.md").read_text()
     assert "stand-in" in report.lower()
+    # what took effect, from the server role's engine check at each profile's start: the stand-in
+    # of 0.5.10.post1 reads no decode steps, and 256 is below its cap on this pool
+    effect = run["profiles_in_effect"]["tuned"][HOSTS[0]]
+    assert effect["inert"] == ["num-continuous-decode-steps"] and effect["differences"] == []
+    assert effect["args"]["max-running-requests"] == 256
+    assert "tuned (max-running-requests=256)" in report
+    assert "no effect: num-continuous-decode-steps (no code of the installed engine reads it)" in report
     for name in ("results.json", "results.csv", "throughput.png", "tpot.png"):
         assert (RESULTS / "molecule-tune" / name).is_file(), name
 

@@ -40,6 +40,17 @@ def test_a_start_above_the_memory_limit_was_recorded_and_backed_off():
     assert 0.935 in tried
 
 
+def test_a_dimension_no_code_of_the_engine_reads_was_skipped():
+    """The scan before the first decision (sglang_engine_args_info on the host) found
+    num-continuous-decode-steps inert in the stand-in: no candidate changed it, the report says why."""
+    run = json.loads((RUN / "run.json").read_text())
+    assert "num-continuous-decode-steps" in run["search_inert_flags"][HOST]
+    assert {r["server_args"]["num-continuous-decode-steps"] for r in records()} == {4}  # (the base's)
+    report = (RUN / "report.md").read_text()
+    assert ("Skipped: `--num-continuous-decode-steps` (4, 8), no code of the installed SGLang reads it: "
+            "no restart is spent on it.") in report
+
+
 def test_the_run_json_plan_holds_the_search_and_each_candidates_args():
     run = json.loads((RUN / "run.json").read_text())
     search = run["plan"]["search"]

@@ -1,0 +1,240 @@
+"""What the installed engine does with each server arg: read by its code, or inert; and, after a
+start, the value it runs with against the value asked for.
+
+Decided from the installed code itself, never from a table of releases: SGLang declares every
+server arg as a field of its ServerArgs dataclass (0.5.9-0.5.13: sglang/srt/server_args.py;
+0.5.14+: the field groups under sglang/srt/arg_groups/fields/) and adds it to the argument
+parser; the arg does something only where other code reads the field. A field that no code of
+the package reads, apart from its declaration and the parser, is *inert*:
+`--num-continuous-decode-steps` is one in every release from 0.4.10 to 0.5.23 (declared in
+ServerArgs, given to the parser as `default=ServerArgs.num_continuous_decode_steps`, and read
+nowhere else).
+
+A read is, anywhere in the package's Python (its AST, so comments and docstrings do not count):
+`x.field` loaded (not `ServerArgs.field`, the parser's default, and not a store),
+`getattr(x, "field")` / `hasattr(x, "field")`, `x["field"]` loaded, or `x.get("field")` /
+`x.pop("field")`. A generic walk over all fields (`dataclasses.asdict`, `vars(args)` for
+/server_info) reads no field by name and so makes nothing look read. A flag whose field the
+package never declares (no class field, no `add_argument("--flag")`) is *unknown* here: the
+--help check (cli_help.py) is the one that refuses those.
+
+After a start, SGLang reports its ServerArgs in /server_info (after its own __post_init__
+adjustments) and the running-request limit its scheduler uses in
+`internal_states[0].effective_max_running_requests_per_dp` (sglang/srt/managers/scheduler.py,
+get_internal_state); the top-level `max_running_requests` keeps the value asked for. SGLang
+clamps that limit without a warning (model_runner_kv_cache_mixin.py `_resolve_max_num_reqs` up
+to 0.5.13; mem_cache/kv_cache_configurator.py `resolve_max_num_reqs` from 0.5.14), so
+effective_differences() compares the effective value, not the top-level one.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+MRR = "max-running-requests"
+_SKIP_DIRS = {"__pycache__", "tests", "test"}  # the package's own tests read fields to check them
+
+
+def field_name(flag: str) -> str:
+    """The ServerArgs field of a dash-form flag (argparse's dest): max-running-requests ->
+    max_running_requests."""
+    return str(flag).lstrip("-").replace("-", "_")
+
+
+def _is_server_args_class(node: ast.AST) -> bool:
+    """ServerArgs.field (or module.ServerArgs.field): the parser reading a default."""
+    if isinstance(node, ast.Name):
+        return node.id == "ServerArgs"
+    return isinstance(node, ast.Attribute) and node.attr == "ServerArgs"
+
+
+def _const_str(node: ast.AST | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+class _Scan(ast.NodeVisitor):
+    def __init__(self, fields: set[str], where: str, reads: dict[str, list[str]], declared: set[str]):
+        self.fields, self.where, self.reads, self.declared = fields, where, reads, declared
+        self._class_depth = 0
+
+    def _read(self, name: str | None, node: ast.AST) -> None:
+        if name in self.fields:
+            self.reads.setdefault(name, []).append(f"{self.where}:{node.lineno}")
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for stmt in node.body:  # a dataclass field: `name: type = default`
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
+                    and stmt.target.id in self.fields:
+                self.declared.add(stmt.target.id)
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if isinstance(node.ctx, ast.Load) and not _is_server_args_class(node.value):
+            self._read(node.attr, node)
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if isinstance(node.ctx, ast.Load):
+            self._read(_const_str(node.slice), node)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in ("getattr", "hasattr") and len(node.args) >= 2:
+            self._read(_const_str(node.args[1]), node)
+        elif isinstance(func, ast.Attribute) and func.attr in ("get", "pop") and node.args:
+            self._read(_const_str(node.args[0]), node)
+        elif isinstance(func, ast.Attribute) and func.attr == "add_argument":
+            self._declare_argument(node)
+        self.generic_visit(node)
+
+    def _declare_argument(self, node: ast.Call) -> None:
+        """add_argument("--flag", ..., dest=...): the parser declares the field (argparse's dest)."""
+        dest = next((_const_str(k.value) for k in node.keywords if k.arg == "dest"), None)
+        longs = [s for s in (_const_str(a) for a in node.args) if s and s.startswith("--")]
+        if dest is None and longs:
+            dest = field_name(longs[0])
+        if dest in self.fields:
+            self.declared.add(dest)
+
+
+def scan(package_dir: str, flags: Iterable[str]) -> dict[str, Any]:
+    """For each flag (dash form), where the package's code reads its field.
+
+    Returns {"read": {flag: ["relative/path.py:line", ...] (the reads of the first file found to
+    read it: the evidence, not every read)}, "inert": [flags declared and read
+    nowhere], "unknown": [flags the package does not declare]}, flags in the given order."""
+    flags = list(dict.fromkeys(str(f).lstrip("-") for f in flags))
+    fields = {field_name(f) for f in flags}
+    reads: dict[str, list[str]] = {}
+    declared: set[str] = set()
+    # a field named as a whole word (max_running_requests, not the "port" in "import")
+    named = re.compile(r"\b(" + "|".join(sorted(map(re.escape, fields))) + r")\b") if fields else None
+    options = {field_name(f): "--" + f for f in flags}  # the parser's declaration names the flag
+    if not os.path.isdir(package_dir):
+        raise ValueError(f"{package_dir} is not a directory (the engine's installed package)")
+    for root, dirs, files in os.walk(package_dir):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(root, name)
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    text = handle.read()
+            except OSError:
+                continue
+            # a field already seen read needs no more evidence: parse only for the others
+            present = (set(named.findall(text)) if named else set()) - set(reads)
+            present |= {f for f, option in options.items() if option in text}
+            if not present:  # most files name none of the open fields: no parse needed
+                continue
+            try:
+                tree = ast.parse(text, filename=path)
+            except (SyntaxError, ValueError):
+                continue
+            _Scan(present, os.path.relpath(path, package_dir), reads, declared).visit(tree)
+    result: dict[str, Any] = {"read": {}, "inert": [], "unknown": []}
+    for flag in flags:
+        field = field_name(flag)
+        if field in reads:
+            result["read"][flag] = reads[field]
+        elif field in declared:
+            result["inert"].append(flag)
+        else:
+            result["unknown"].append(flag)
+    return result
+
+
+def inert_flags(package_dir: str, flags: Iterable[str]) -> list[str]:
+    """The flags (dash form) that the package declares and no code of it reads."""
+    return scan(package_dir, flags)["inert"]
+
+
+def _same(asked: Any, running: Any) -> bool:
+    if asked is True and running is True:
+        return True
+    if isinstance(asked, bool) or isinstance(running, bool):
+        return asked is running
+    try:
+        return float(asked) == float(running)
+    except (TypeError, ValueError):
+        return str(asked) == str(running)
+
+
+def effective_differences(asked_args: Mapping[str, Any], info: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The declared args that the running server reports with another value, from its
+    /server_info (secrets already redacted: module_utils/sglang_api.py).
+
+    max-running-requests is compared with internal_states[0].effective_max_running_requests_per_dp
+    (times dp-size, as SGLang divides the ask among DP ranks), the value its scheduler uses; every
+    other arg with its ServerArgs field; max-running-requests not asked for is a difference too
+    (asked None: the limit the engine chose itself). An arg that /server_info does not report is
+    not compared, and a bare flag (true) is compared as a bool. Returns [{flag, asked,
+    in_effect}], max-running-requests first when not asked, then in the args' order."""
+    states = info.get("internal_states") or [{}]
+    per_dp = (states[0] or {}).get("effective_max_running_requests_per_dp")
+    running_mrr = None if per_dp is None else int(per_dp) * max(1, int(info.get("dp_size") or 1))
+    differences = []
+    asked_flags = {str(f).lstrip("-") for f, v in asked_args.items() if v is not None and v is not False}
+    if MRR not in asked_flags and running_mrr is not None:  # not asked: the limit SGLang chose itself
+        differences.append({"flag": MRR, "asked": None, "in_effect": running_mrr})
+    for flag, asked in asked_args.items():
+        flag = str(flag).lstrip("-")
+        if asked is None or asked is False:
+            continue  # not passed
+        if flag == MRR:
+            if running_mrr is None:
+                continue
+            running = running_mrr
+        else:
+            field = field_name(flag)
+            if field not in info or info[field] == "********":
+                continue
+            running = info[field]
+        if not _same(asked, running):
+            differences.append({"flag": flag, "asked": asked, "in_effect": running})
+    return differences
+
+
+def engine_limit(differences: Iterable[Mapping[str, Any]]) -> int | None:
+    """The running-request limit the engine chose itself (max-running-requests not asked for),
+    None when it was asked for. Not the value an ask was capped to: from 0.5.14 that cap is
+    kv_tokens // 2, far above what SGLang picks itself (min(clamp(kv_tokens / context_len x
+    512, 2048, 4096), kv_tokens // 2) in every release)."""
+    for diff in differences:
+        if diff["flag"] == MRR and diff["asked"] is None:
+            return int(diff["in_effect"])
+    return None
+
+
+def effective_args(asked_args: Mapping[str, Any], differences: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The args as they took effect: the asked ones with each difference's in_effect value."""
+    args = {str(k).lstrip("-"): v for k, v in asked_args.items()}
+    for diff in differences:
+        args[diff["flag"]] = diff["in_effect"]
+    return args
+
+
+def inert_message(flag: str, value: Any, engine: str) -> str:
+    """One line for an arg the engine accepts and never reads."""
+    shown = flag if value is True else f"{flag} {value}"
+    return (f"{shown}: accepted by {engine} but no code of it reads the setting; it has no effect "
+            f"(remove it from the args, or keep it knowing it does nothing)")
+
+
+def difference_message(diff: Mapping[str, Any], engine: str) -> str:
+    """One line for an arg the running server reports with another value than the one asked."""
+    flag, asked, running = diff["flag"], diff["asked"], diff["in_effect"]
+    if flag == MRR and asked is None:
+        return (f"{MRR} not set: {engine} chose {running} itself (from its KV pool and the model's "
+                f"context length); an ask above that may be capped to it")
+    if flag == MRR:
+        return (f"{MRR} {asked} asked, {running} in effect: {engine} caps it without a warning "
+                f"(its scheduler reports {running} in /server_info internal_states); asking for "
+                f"more than {running} changes nothing")
+    return f"{flag} {asked} asked, {running} in effect: {engine} changed it at start (its /server_info says so)"
