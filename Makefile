@@ -1,6 +1,8 @@
 # sglang-playbooks: set-up, demo and tests. Run as root on a fresh Debian/Ubuntu machine:
 #   make demo   the main job against local test hosts (podman) and the stand-in engine
 #   make test   every test: lint, syntax, unit tests, real-client checks, molecule scenarios
+#   make test-extra  the scenarios past make test's budget (the tuning search, real SGLang's
+#                    install); CI runs both (.ci/run)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
@@ -15,6 +17,8 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 MOLECULE_SCENARIOS ?= preflight default
 PLAYBOOKS := $(wildcard playbooks/*.yml)
 STANDIN_TEST_TARGETS :=
+# the targets of `make test-extra` (mk/tune-search.mk, mk/real-sglang.mk add theirs)
+EXTRA_TEST_TARGETS :=
 # Virtual environments are built once per requirements file into SGLPB_CACHE (outside the
 # clone, so CI's fresh clones reuse them) and linked into the project.
 SGLPB_CACHE ?= $(HOME)/.cache/sglang-playbooks
@@ -22,11 +26,12 @@ export SGLPB_CACHE
 
 -include mk/*.mk
 
-.PHONY: help setup venv image lint syntax unit molecule test demo demo-hosts demo-clean clean
+.PHONY: help setup venv image lint syntax unit molecule test test-extra demo demo-hosts demo-clean clean
 
 help:
 	@echo "make demo    run the main job against two local test hosts (podman + stand-in engine)"
 	@echo "make test    run every test (lint, syntax, pytest, real-client checks, molecule)"
+	@echo "make test-extra  the tuning search and real SGLang's install (molecule tune-search, real-sglang)"
 	@echo "make setup   only install the prerequisites (podman, runc, debootstrap, the venv)"
 
 .cache/host-setup.done: scripts/setup-host.sh
@@ -61,8 +66,10 @@ syntax: venv
 	  echo "syntax-check $$pb"; $(BIN)/ansible-playbook --syntax-check -i inventory/example $$pb >/dev/null; \
 	done
 
+# One pytest worker per core (pytest-xdist), each test file on one worker (the integration
+# tests' module fixtures run their playbooks once per file); -rs names every skipped test.
 unit: venv $(CLIENT_VENV)/.done
-	$(BIN)/pytest -q tests --ignore=tests/standin/test_real_client.py
+	$(BIN)/pytest -q -rs -n auto --dist loadfile tests --ignore=tests/standin/test_real_client.py
 
 # The scenarios run MOLECULE_JOBS at a time (each has its own containers and network; each runs
 # under a lock of its own, so a second `make` or a person never runs it at once; a scenario's
@@ -74,13 +81,20 @@ MOLECULE_JOBS ?= 1
 molecule: venv image
 	@$(MAKE) --no-print-directory -j$(MOLECULE_JOBS) --output-sync=target $(addprefix molecule-,$(MOLECULE_SCENARIOS))
 
+# Each scenario's task times (the profile_tasks callback: the 15 slowest tasks of each playbook
+# run, and a clock on every task line) and each molecule step's start time, to find where a
+# scenario's minutes go.
 molecule-%: venv image
 	@echo "=== molecule test -s $*"; start=$$(date +%s); \
-	flock /tmp/molecule-$*.lock $(BIN)/molecule test -s $*; \
+	ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks PROFILE_TASKS_TASK_OUTPUT_LIMIT=15 \
+	  flock /tmp/molecule-$*.lock $(BIN)/molecule test -s $* 2>&1 | scripts/clock-lines.sh; \
 	echo "=== molecule $*: passed in $$(( $$(date +%s) - start )) s"
 
 test: lint syntax unit $(STANDIN_TEST_TARGETS) molecule
 	@echo "make test: all passed"
+
+test-extra: $(EXTRA_TEST_TARGETS)
+	@echo "make test-extra: all passed"
 
 demo-hosts: venv image
 	bash scripts/demo-hosts.sh up

@@ -249,6 +249,13 @@ def test_a_client_left_by_an_interrupted_run_is_stopped(tmp_path):
     client = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--max-concurrency", "256"],
                               start_new_session=True)
     other = subprocess.Popen(["sleep", "60"])
+    # (just after exec the kernel shows an empty command line for a moment, measured on 2 cores:
+    # half of 300 reads right after Popen; a client left by an earlier run is long past that)
+    for proc in (client, other):
+        for _ in range(100):
+            if Path(f"/proc/{proc.pid}/cmdline").read_bytes():
+                break
+            time.sleep(0.01)
     try:
         path = tmp_path / "client.pid"
         path.write_text(f"{client.pid}\n")
