@@ -12,6 +12,13 @@ recipe_hash=$( { cat "$0"; echo "$mirror"; cat /usr/local/share/ca-certificates/
   | sha256sum | cut -c1-12)
 ref="$name:$recipe_hash"
 
+# A saved copy in SGLPB_CACHE (podman save, below) is loaded instead of a rebuild: CI restores
+# that folder between runs, where podman's own storage starts empty.
+archive=${SGLPB_CACHE:+$SGLPB_CACHE/test-image-$recipe_hash.tar}
+if ! podman image exists "$ref" && [ -n "$archive" ] && [ -f "$archive" ]; then
+  echo "build-test-image: loading $archive" >&2
+  podman load -q -i "$archive" >/dev/null || rm -f "$archive"
+fi
 if podman image exists "$ref"; then
   podman tag "$ref" "$name:latest"
   echo "$ref"
@@ -39,5 +46,9 @@ touch -d 2000-01-01 "$rootfs/var/lib/apt/lists"
 : >"$rootfs/etc/machine-id"
 tar -C "$rootfs" -c . | podman import \
   --change 'CMD ["/sbin/init"]' --change 'STOPSIGNAL SIGRTMIN+3' - "$ref" >/dev/null
+if [ -n "$archive" ]; then
+  mkdir -p "$SGLPB_CACHE"
+  podman save -q -o "$archive.$$" "$ref" && mv "$archive.$$" "$archive"
+fi
 podman tag "$ref" "$name:latest"
 echo "$ref"
