@@ -85,3 +85,8 @@ test-standin-clients: $(VENV)/.done $(CLIENT_VERSION_VENVS)
 
 # The bench scenario's test hosts install SGLang's client from the wheelhouse (mounted).
 molecule: $(CLIENT_WHEELHOUSE)/.done
+
+# tests/standin/test_cli.py checks the stand-in's --config against SGLang 0.5.10.post1's own
+# merger from that release's client venv (skipped without it): built before `make unit`, so that
+# a first run checks it too.
+unit: $(CLIENT_VERSION_VENVS)
