@@ -42,7 +42,7 @@ CLIENT_STORE := $(SGLPB_CACHE)/client-venv-$(shell cat $(CLIENT_REQUIREMENTS) | 
 
 $(CLIENT_VENV)/.done: $(CLIENT_REQUIREMENTS)
 	bash scripts/cache-store.sh client-venv $(CLIENT_STORE) $(CLIENT_VENV) sh -c \
-	  '$(CLIENT_BASE_PYTHON) -m venv "$$STORE" && "$$STORE"/bin/python -m pip install --quiet --no-compile --no-deps -r $(CLIENT_REQUIREMENTS) && \
+	  '$(CLIENT_BASE_PYTHON) -m venv "$$STORE" && "$$STORE"/bin/python -m pip install --quiet --no-deps -r $(CLIENT_REQUIREMENTS) && \
 	   "$$STORE"/bin/python -m sglang.benchmark.rust_client --help > /dev/null'
 
 ## client-venvs: SGLang's clients of every release in CLIENT_VERSIONS, cached (~6 GB each)
@@ -50,14 +50,12 @@ client-venvs: $(CLIENT_VERSION_VENVS)
 
 # client-venv-VERSION: one release's clients, built once per requirements file in SGLPB_CACHE,
 # from the client wheelhouse (the same wheels: PyPI's ~3 GB per release is downloaded once).
-# (--no-compile, here and above: byte-compiling torch's files is most of an install's CPU; the
-# first use compiles what it imports, and the check after the install is that first use)
 define client_version_venv
 client-venv-$(1): .cache/client-venv-$(1)/.done
 .cache/client-venv-$(1)/.done: standin/requirements-client-$(1).txt $(CLIENT_WHEELHOUSE)/.done
 	bash scripts/cache-store.sh client-venv-$(1) \
 	  $$(SGLPB_CACHE)/client-venv-$(1)-$$$$(grep -v '^#' $$< | sha256sum | cut -c1-12) .cache/client-venv-$(1) sh -c \
-	  '$$(CLIENT_BASE_PYTHON) -m venv "$$$$STORE" && "$$$$STORE"/bin/python -m pip install --quiet --no-compile --no-deps \
+	  '$$(CLIENT_BASE_PYTHON) -m venv "$$$$STORE" && "$$$$STORE"/bin/python -m pip install --quiet --no-deps \
 	     --no-index --find-links $(CLIENT_WHEELHOUSE) -r $$< && \
 	   "$$$$STORE"/bin/python -m $$(if $$(filter 0.5.10%,$(1)),sglang.bench_serving,sglang.benchmark.serving) --help > /dev/null'
 endef
