@@ -3,6 +3,6 @@
 # output, so that each step's start is on the record). Used by the Makefile's molecule-% target.
 set -uo pipefail
 start=$SECONDS
-while IFS= read -r line; do
+while IFS= read -r line || [ -n "$line" ]; do
   printf '[%4ds] %s\n' "$((SECONDS - start))" "$line"
 done
