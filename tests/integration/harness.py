@@ -61,17 +61,28 @@ BASE_VARS = {
 }
 
 
+# The environment of every run: the fake nvidia-smi answers from FIXTURE.
+ENVVARS = {"FAKE_NVIDIA_SMI_DIR": str(FIXTURE)}
+
+
+def write_inventory(folder, hosts):
+    """folder/hosts.yml (folder made if missing): each host of hosts ({name: host_vars}) in
+    sglang_servers, its vars over BASE_VARS; returns its path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    inventory = folder / "hosts.yml"
+    inventory.write_text(json.dumps({"sglang_servers": {"hosts": {
+        name: {**BASE_VARS, **values} for name, values in hosts.items()}}}))
+    return inventory
+
+
 def run_playbook(tmp_path, playbook, host_vars, extra=None, check=False, hosts=None):
     """Run playbooks/<playbook> with host_vars over BASE_VARS on the host gpu-vm, or on each host
     of hosts ({name: host_vars}, several hosts in one run); returns a playbook_run.PlaybookRun.
     A host without a port of its own has NO_SERVER_PORT, checked silent first."""
-    hosts = hosts or {"gpu-vm": host_vars}
     check_no_server()
-    inventory = tmp_path / "hosts.yml"
-    inventory.write_text(json.dumps({"sglang_servers": {"hosts": {
-        name: {**BASE_VARS, **values} for name, values in hosts.items()}}}))
+    inventory = write_inventory(tmp_path, hosts or {"gpu-vm": host_vars})
     return playbook_run.run(playbook, inventory, tmp_path / "runner", extravars=extra, check=check,
-                            envvars={"FAKE_NVIDIA_SMI_DIR": str(FIXTURE)}, timeout=300)
+                            envvars=ENVVARS, timeout=300)
 
 
 def only_failure(run):

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness import BASE_VARS, REPO, local_standins
+from harness import BASE_VARS, ENVVARS, REPO, local_standins, write_inventory
 
 sys.path.insert(0, str(REPO / "scripts"))
 import measure_fleet  # noqa: E402  (the small client that stands in for bench_serving)
@@ -55,12 +55,9 @@ def test_a_host_without_journalctl_still_gets_its_telemetry_logs_and_report(tmp_
                  "sglang_benchmark_output_len": 64, "sglang_benchmark_warmup_requests": 0,
                  "sglang_benchmark_telemetry": True, "sglang_benchmark_telemetry_interval_ms": 100,
                  "sglang_benchmark_telemetry_path": str(tmp_path / "telemetry" / "gpu.csv")}
-    inventory = tmp_path / "hosts.yml"
-    inventory.write_text(json.dumps({"sglang_servers": {"hosts": {"gpu-vm": {**BASE_VARS, **host_vars}}}}))
+    inventory = write_inventory(tmp_path, {"gpu-vm": host_vars})
     run = playbook_run.run("benchmark.yml", inventory, tmp_path / "runner", extravars={"bench_run_id": "nojournal"},
-                           envvars={"FAKE_NVIDIA_SMI_DIR": str(REPO / "tests" / "fixtures" / "nvidia-smi"
-                                                               / "rtxpro6000-8gpu-vm"), "PATH": path},
-                           timeout=300)
+                           envvars={**ENVVARS, "PATH": path}, timeout=300)
     assert run.rc == 0, run.explain()
     store = results / "nojournal"
     assert (store / "report.md").exists()

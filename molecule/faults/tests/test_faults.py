@@ -1,19 +1,17 @@
 """Faults against the two deployed stand-in hosts, driven as an operator would: the playbooks run
 with ansible-runner (scripts/playbook_run.py) or, where the controller itself is killed, as a
 plain ansible-playbook process. The tests run in order; each leaves both servers healthy on the
-baseline profile."""
+baseline profile. (One host of two unreachable and the controller killed mid-sweep are
+tests/integration/test_sweep_interrupted.py: the client runs on the controller, so a test host
+adds nothing to them.)"""
 from __future__ import annotations
 
 import json
 import os
-import random
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-
-import pytest
 
 REPO = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
 sys.path.insert(0, str(REPO / "scripts"))
@@ -112,91 +110,3 @@ def test_a_server_crashing_mid_sweep_keeps_the_finished_points_and_ends_clearly(
     assert got[0]["completed"] == 20 and "requests failed" in got[1]["error"]
     log = (RESULTS / "crash" / "logs").iterdir()
     assert any("CUDA error: an illegal memory access" in p.read_text() for p in log)
-
-
-# Every point of the plan, on each host, run once: what an uninterrupted sweep records.
-EXPECTED = sorted((h, "baseline", c, 0, "ok") for h in HOSTS for c in (4, 8, 16))
-
-
-@pytest.fixture(scope="module")
-def one_host_unreachable(tmp_path_factory):
-    """benchmark.yml with host 2 paused (every connection to it fails): host 1's sweep runs
-    uninterrupted; its wall time paces the kill below."""
-    subprocess.run(["podman", "pause", HOSTS[1]], check=True)
-    started = time.monotonic()
-    try:
-        run = play(tmp_path_factory.mktemp("unreachable"), "benchmark.yml", extra={"bench_run_id": "unreachable"})
-    finally:
-        subprocess.run(["podman", "unpause", HOSTS[1]], check=True)
-    return run, time.monotonic() - started
-
-
-def test_one_unreachable_host_of_two(one_host_unreachable):
-    run, wall = one_host_unreachable
-    print(f"sweep with one host unreachable: {wall:.1f} s")
-    assert run.rc != 0
-    assert [f.host for f in run.failures] == [HOSTS[1]], run.explain()
-    got = records("unreachable")
-    assert sorted(key(r) for r in got) == [k for k in EXPECTED if k[0] == HOSTS[0]], got
-    run_json = json.loads((RESULTS / "unreachable" / "run.json").read_text())
-    assert "unreachable" in run_json["hosts"][HOSTS[1]]["missing"], run_json["hosts"]
-    report = (RESULTS / "unreachable" / "report.md").read_text()
-    assert f"Host **{HOSTS[1]}**: no results (unreachable" in report, report[:2000]
-
-
-def host_addresses():
-    """The faults hosts' addresses on their podman network (the client's --base-url names one)."""
-    out = subprocess.run(["podman", "inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}",
-                          *HOSTS], capture_output=True, text=True, check=True).stdout
-    return set(out.split())
-
-
-def client_processes(addresses):
-    """Benchmark clients still running on the controller against these hosts (another scenario's
-    clients on the same controller are not this test's)."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmd = [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")]
-        except OSError:
-            continue
-        if "--max-concurrency" in cmd and "--base-url" in cmd:
-            url = cmd[cmd.index("--base-url") + 1] if cmd.index("--base-url") + 1 < len(cmd) else ""
-            if any(f"//{a}:" in url for a in addresses):
-                found.append(int(pid))
-    return found
-
-
-def test_a_controller_killed_mid_sweep_resumes_to_the_same_records(tmp_path, one_host_unreachable):
-    _, wall = one_host_unreachable
-    rng = random.Random(os.environ.get("FAULTS_SEED", "faults"))
-    addresses = host_addresses()
-    assert addresses, "no address for the faults hosts"
-    # One kill at a seeded random moment of the sweep (FAULTS_SEED picks another).
-    proc = subprocess.Popen(
-        [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(INVENTORY), str(REPO / "playbooks" / "benchmark.yml"),
-         "-e", "bench_run_id=killed"], cwd=REPO, env={**os.environ, **ENV}, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True)
-    at = rng.uniform(0.3, 0.9) * wall
-    try:
-        proc.wait(at)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # the controller dies: ansible-playbook and its workers
-        proc.wait()
-    killed = (round(at, 1), len(records("killed")))
-    time.sleep(2)
-    assert client_processes(addresses) == [], "a benchmark client outlived the killed controller"
-    for _ in range(3):
-        run = play(tmp_path, "benchmark.yml", extra={"bench_run_id": "killed"})
-        if run.rc == 0:
-            break
-    print(f"killed at (s, records so far): {killed}")
-    assert run.rc == 0, run.explain()
-    got = records("killed")
-    assert len(got) == len({key(r) for r in got}), "a point was recorded twice"
-    # The same records as an uninterrupted sweep: host 1's above, and every point ok on both.
-    assert sorted(key(r) for r in got) == EXPECTED
-    assert [k for k in EXPECTED if k[0] == HOSTS[0]] == sorted(key(r) for r in records("unreachable"))
-    # The interrupted sweeps' log excerpts came home with the resume.
-    logs = sorted(p.name for p in (RESULTS / "killed" / "logs").iterdir())
-    assert logs == [f"{h}-baseline.log" for h in HOSTS], logs
