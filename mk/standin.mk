@@ -22,11 +22,6 @@ CLIENT_WHEELHOUSE := .cache/client-wheelhouse
 # Named by a hash of the requirement lines (comments left out: a reworded comment reuses them).
 CLIENT_WHEELHOUSE_STORE := $(SGLPB_CACHE)/client-wheelhouse-$(shell grep -hv '^\#' $(CLIENT_VERSION_REQUIREMENTS) | sha256sum | cut -c1-12)
 
-# What `make test` runs for the stand-in: its tests plus the real clients' runs (the Rust
-# client from .cache/client-venv; the role defaults' argv through each release's own clients).
-STANDIN_TEST_TARGETS := test-standin-client test-standin-clients
-export STANDIN_TEST_TARGETS
-
 .PHONY: standin-sweep client-venv client-venvs client-wheelhouse test-standin test-standin-client \
 	test-standin-clients $(foreach v,$(CLIENT_VERSIONS),client-venv-$(v))
 

@@ -4,7 +4,7 @@ stand-in, as on a GPU host: no --tokenizer, the Python client asks /v1/models fo
 id and loads its tokenizer with transformers from the HF cache (HF_HOME, offline).
 
 Each release's client venv is standin/requirements-client-VERSION.txt (make client-venvs);
-`make test-standin-clients` runs this file with SGLANG_CLIENT_VENVS_DIR set."""
+`make unit` and `make test-standin-clients` run this file with SGLANG_CLIENT_VENVS_DIR set."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ CLIENTS = [  # (release, client module): the Python client of each release, and 
 def client_python(version: str) -> str:
     venvs = os.environ.get("SGLANG_CLIENT_VENVS_DIR")
     if not venvs:
-        pytest.skip("SGLang's real clients run from `make test-standin-clients` (~6 GB venvs)")
+        pytest.skip("SGLang's real clients run from `make unit` or `make test-standin-clients` (~6 GB venvs)")
     python = Path(venvs) / f"client-venv-{version}" / "bin" / "python"
     if not python.exists():
         pytest.fail(f"{python} is missing: run `make client-venv-{version}`")

@@ -33,7 +33,7 @@ def test_benchmark_run_stops_at_the_plateau_and_the_resume_adds_nothing():
     for r in recs:
         assert r["schema_version"] == 1 and r["status"] == "ok" and r["profile"] == "baseline"
         assert r["completed"] == 5 * r["max_concurrency"] == r["num_prompts"]
-        assert r["random_input_len"] == 128 and r["random_output_len"] == 128
+        assert r["random_input_len"] == 64 and r["random_output_len"] == 64
         assert r["request_rate"] == "inf" and r["standin"] is True
         raw = records("molecule-benchmark", r["raw_path"])[-1]
         # The role defaults ran SGLang's Python client on the server host (the Rust client
@@ -51,7 +51,7 @@ def test_benchmark_run_stops_at_the_plateau_and_the_resume_adds_nothing():
 def test_tune_sweeps_both_profiles_and_tuned_wins_at_the_top(host):
     recs = [r for r in records("molecule-tune") if r["host"] == host]
     by = {(r["profile"], r["max_concurrency"]): r for r in recs}
-    # 241: the KV capacity (61,936 tokens / 256 a request), a point of its own in the plan.
+    # 241: the KV capacity (30,968 tokens / 128 a request), a point of its own in the plan.
     assert set(by) == {(p, c) for p in ("baseline", "tuned") for c in (64, 241, 256)}
     assert all(r["status"] == "ok" for r in recs)
     # 256 > the KV capacity of 241 requests: run as asked, flagged in the report.
@@ -99,7 +99,7 @@ def test_benchmark_run_json_names_the_python_client_of_the_deployed_release():
     for host in HOSTS:
         assert run["hosts"][host]["client_module"] == "sglang.bench_serving"
         assert run["hosts"][host]["client_version"] == "0.5.10.post1"
-        assert run["hosts"][host]["max_total_num_tokens"] == 61936
+        assert run["hosts"][host]["max_total_num_tokens"] == 30968
 
 
 def test_tune_put_the_server_back_on_the_inventory_profile(host):
