@@ -1,8 +1,8 @@
 # sglang-playbooks: set-up, demo and tests. Run as root on a fresh Debian/Ubuntu machine:
 #   make demo   the main job against local test hosts (podman) and the stand-in engine
 #   make test   every test: lint, syntax, unit tests, real-client checks, molecule scenarios
-#   make test-extra  the scenarios past make test's budget (the tuning search end to end);
-#                    CI runs both (.ci/run)
+#   make test-extra  the scenarios past make test's budget (the tuning search end to end, real
+#                    SGLang's install); CI runs both (.ci/run)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
@@ -16,7 +16,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 # molecule scenarios run by `make test`, in order
 MOLECULE_SCENARIOS ?= preflight default
 PLAYBOOKS := $(wildcard playbooks/*.yml)
-# the targets of `make test-extra` (mk/tune-search.mk adds its own)
+# the targets of `make test-extra` (mk/tune-search.mk and mk/real-sglang.mk add theirs)
 EXTRA_TEST_TARGETS :=
 # Virtual environments are built once per requirements file into SGLPB_CACHE (outside the
 # clone, so CI's fresh clones reuse them) and linked into the project.
@@ -30,7 +30,7 @@ export SGLPB_CACHE
 help:
 	@echo "make demo    run the main job against two local test hosts (podman + stand-in engine)"
 	@echo "make test    run every test (lint, syntax, pytest, real-client checks, molecule)"
-	@echo "make test-extra  the tuning search end to end (molecule tune-search)"
+	@echo "make test-extra  the tuning search end to end and real SGLang's install (molecule tune-search, real-sglang)"
 	@echo "make setup   only install the prerequisites (podman, runc, debootstrap, the venv)"
 
 .cache/host-setup.done: scripts/setup-host.sh

@@ -2,8 +2,9 @@
 # inventory/example's release (0.5.10.post1, torch 2.9.1 with its CUDA wheels) from PyPI into a
 # test host and every profile's args are checked against `python -m sglang.launch_server --help`.
 # PyPI's wheels and Debian's packages are cached under $(SGLPB_CACHE)/real-sglang, so only the
-# first run downloads (several GB). Not part of `make test` (see the README for its cost), nor
-# yet of `make test-extra`: it has not been run since the engine-args changes.
+# first run downloads (several GB). Not part of `make test` (see the README for its cost): in
+# `make test-extra`, which CI runs after make test (.ci/run).
+EXTRA_TEST_TARGETS += test-real-sglang
 REAL_SGLANG_CACHE := $(SGLPB_CACHE)/real-sglang
 
 .PHONY: test-real-sglang real-sglang-cache
