@@ -1,7 +1,6 @@
 """Faults against the two deployed stand-in hosts, driven as an operator would: the playbooks run
-with ansible-runner (scripts/playbook_run.py) or, where the controller itself is killed, as a
-plain ansible-playbook process. The tests run in order; each leaves both servers healthy on the
-baseline profile. (One host of two unreachable and the controller killed mid-sweep are
+with ansible-runner (scripts/playbook_run.py). The tests run in order; each leaves both servers
+healthy on the baseline profile. (One host of two unreachable and the controller killed mid-sweep are
 tests/integration/test_sweep_interrupted.py: the client runs on the controller, so a test host
 adds nothing to them.)"""
 from __future__ import annotations
@@ -36,10 +35,6 @@ def play(tmp_path, playbook, extra=None, limit=None):
 def records(run_id):
     path = RESULTS / run_id / "records.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
-
-
-def key(record):
-    return (record["host"], record["profile"], record["max_concurrency"], record["repeat"], record["status"])
 
 
 def server_args(host):
