@@ -1,6 +1,6 @@
 """benchmark.yml over two hosts (local connections, a stand-in server of each on this machine,
 SGLang's real Rust client from the client venv): one host of two unreachable, and the controller
-killed mid-sweep and resumed. Moved here from the molecule faults scenario (issue 22): there the
+killed mid-sweep and resumed. Moved here from the molecule faults scenario, where the
 client ran on the controller too and the hosts only served the stand-in, so a container added
 minutes and nothing to what is checked.
 
