@@ -112,7 +112,8 @@ demo: demo-hosts $(CLIENT_VENV)/.done
 	$(BIN)/ansible-playbook -i inventory/demo playbooks/deploy.yml
 	$(BIN)/ansible-playbook -i inventory/demo playbooks/tune.yml \
 	  -e sglang_benchmark_client_python=$(abspath $(CLIENT_PY)) -e bench_run_id=demo-$$(date -u +%Y%m%dT%H%M%SZ)
-	@echo "make demo: report at $$(ls -td $(CURDIR)/results/demo-*/ | head -n 1)report.md"
+	@echo "make demo: report at $$(ls -td $(CURDIR)/results/demo-*/ | head -n 1)report.md" \
+	  "(the two hosts stay up for more runs; make demo-clean removes them)"
 
 demo-clean:
 	bash scripts/demo-hosts.sh down
