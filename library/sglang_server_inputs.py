@@ -21,7 +21,9 @@ description:
   - The profile C(profile) names must be one of C(profiles); the args as they will run (the
     profile over C(args)) need a C(model-path), a C(port) in 1-65535, a positive C(tp-size),
     C(mem-fraction-static) strictly between 0 and 1, C(max-running-requests) a positive integer
-    or C(auto).
+    or C(auto). SGLang's aliases (C(tensor-parallel-size) for C(tp-size), ...;
+    module_utils/engine_args.py ARG_ALIASES) are read as the arg they stand for; an arg given
+    under its name and an alias is refused.
   - "A server arg named like a secret (C(api-key), C(admin-api-key), C(ssl-keyfile-password), any
     name whose last word is key or token, or with password or secret in it) in C(args) or a
     profile would reach the server's command line, which every local user reads. C(api-key)
@@ -32,6 +34,11 @@ description:
     C(sglang_server_api_key) unless C(allow_unauthenticated).
   - C(HF_HOME) in C(env) must be the model cache C(hf_home); the Hugging Face token is set as
     C(sglang_hf_token) or as C(HF_TOKEN) in C(secrets), not both.
+  - No control character (a newline above all) in a server-arg value, an env or secret value or a
+    profile name; the settings in C(unit), written into the systemd unit and the launch script,
+    must be plain (paths absolute, without spaces, C(%) or shell characters; user, group and
+    service plain names; the unit's numbers plain words). In the unit an C(ExecStartPre=+) line
+    that a newline smuggled in would run as root.
 options:
   args:
     description: C(sglang_server_args).
@@ -40,8 +47,10 @@ options:
     description: C(sglang_server_profiles).
     type: raw
   profile:
-    description: The selected profile, C(sglang_profile) (empty - none).
-    type: str
+    description:
+      - The selected profile, C(sglang_profile) (empty - none); raw, so that a YAML boolean (an
+        unquoted yes/on/no/off) is refused as one rather than read as the word C(True).
+    type: raw
     default: ""
   env:
     description: C(sglang_server_env).
@@ -78,6 +87,12 @@ options:
   auto_request_tokens:
     description: C(sglang_server_auto_request_tokens).
     type: raw
+  unit:
+    description:
+      - The settings written into the unit and the launch script, by variable name
+        (C(sglang_server_user), C(sglang_server_home), C(sglang_server_timeout_stop_sec), ...;
+        module_utils/server_inputs.py UNIT_SETTINGS); those not given are not checked.
+    type: raw
 author:
   - sglang-playbooks
 """
@@ -98,6 +113,9 @@ EXAMPLES = r"""
     health_timeout: "{{ sglang_server_health_timeout }}"
     health_interval: "{{ sglang_server_health_interval }}"
     auto_request_tokens: "{{ sglang_server_auto_request_tokens }}"
+    unit:
+      sglang_server_user: "{{ sglang_server_user }}"
+      sglang_server_state_dir: "{{ sglang_server_state_dir }}"
   delegate_to: localhost
 """
 
@@ -115,7 +133,7 @@ def main():
         argument_spec={
             "args": {"type": "raw"},
             "profiles": {"type": "raw"},
-            "profile": {"type": "str", "default": ""},
+            "profile": {"type": "raw", "default": ""},
             "env": {"type": "raw"},
             "secrets": {"type": "raw", "no_log": True},
             "download_env_names": {"type": "list", "elements": "str", "default": []},
@@ -126,6 +144,7 @@ def main():
             "health_timeout": {"type": "raw"},
             "health_interval": {"type": "raw"},
             "auto_request_tokens": {"type": "raw"},
+            "unit": {"type": "raw"},
         },
         supports_check_mode=True,
     )
@@ -134,7 +153,7 @@ def main():
         p["args"], p["profiles"], p["env"], p["secrets"], p["health_timeout"], p["health_interval"],
         p["auto_request_tokens"], profile=p["profile"], download_env_names=p["download_env_names"],
         api_key_set=p["api_key_set"], allow_unauthenticated=p["allow_unauthenticated"], hf_home=p["hf_home"],
-        hf_token_set=p["hf_token_set"])
+        hf_token_set=p["hf_token_set"], unit=p["unit"])
     finish(module, "server", problems)
 
 
