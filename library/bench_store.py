@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.bench_results import dumps_strict, empty_record, point_record
+from ansible.module_utils.engine_args import human_readable_int
 from ansible.module_utils.fleet import PLAY_HOSTS_SPEC, failed_hosts, hosts_with_missing
-from ansible.module_utils.result_store import ResultStoreError, RunStore, new_run_id
+from ansible.module_utils.input_problems import shown, yaml_boolean_names, yaml_boolean_profile_problem
+from ansible.module_utils.redact import redact_text
+from ansible.module_utils.result_store import ResultStoreError, RunStore, different_plan_message, new_run_id
 from ansible.module_utils.search_report import (
     INERT_KEY,
     build_search,
@@ -36,8 +40,12 @@ description:
     C(<results_dir>/<run_id>/) (module_utils/result_store.py); this module and bench_report are
     its only writers, through RunStore, and records are only ever appended.
   - C(action=validate) checks a sweep's inputs before anything runs - concurrencies, lengths,
-    num_prompts, repeats, the timeout, the plateau threshold, the profiles, a writable result
-    store, a reused run_id with another plan - and returns the run_id (a new one when empty).
+    num_prompts, repeats, the timeout, the plateau threshold, the request rate, the journal
+    lines, the profiles (C(profiles) and C(profile)), a writable result store, a reused run_id
+    with another plan (the message says which keys of the plan differ) - and returns the run_id
+    (a new one when empty). Every action first checks the numbers and shapes it takes (the
+    lengths, num_prompts, the context length, the concurrencies a list), each message naming
+    the play's variable, not the module's option.
   - C(action=plan) writes the run's C(run.json) (provenance, the plan and its signature) and
     returns, per host, the points to run from the host's KV capacity (module_utils/sweep.py
     plan_points - the capacity itself and the first concurrency above it run by default).
@@ -84,23 +92,26 @@ options:
     type: dict
     default: {}
   concurrencies:
-    description: The sweep's concurrencies (validate, plan; search_spec - the top is the default target).
-    type: list
-    elements: raw
+    description:
+      - The sweep's concurrencies (validate, plan; search_spec - the top is the default target), a
+        list (raw, so that a string such as C("4,8") is refused as one, naming the variable).
+    type: raw
   num_prompts:
-    description: Requests per point; null = 5 x the concurrency (validate, plan, search).
-    type: int
+    description: Requests per point; null = 5 x the concurrency (validate, plan, search). A positive integer.
+    type: raw
   input_len:
-    description: Input tokens per request (validate, plan, store, search_spec).
-    type: int
+    description: Input tokens per request (validate, plan, store, search_spec). A positive integer.
+    type: raw
     default: 128
   output_len:
-    description: Output tokens per request (validate, plan, store, search_spec).
-    type: int
+    description: Output tokens per request (validate, plan, store, search_spec). A positive integer.
+    type: raw
     default: 128
   context_len:
-    description: The model's context length when known (validate).
-    type: int
+    description:
+      - The model's context length when known (validate), C(sglang_server_args['context-length']),
+        as SGLang's parser takes it (C(32k), C(32Ki) too; module_utils/engine_args.py human_readable_int).
+    type: raw
   repeats:
     description: Repeats of each point (validate, plan).
     type: raw
@@ -126,14 +137,21 @@ options:
     type: bool
     default: true
   profiles:
-    description: The profiles to run (validate).
-    type: list
-    elements: str
+    description: The profiles to run (validate), C(bench_profiles); a list of names.
+    type: raw
     default: []
+  profile:
+    description:
+      - The profile the server runs with, C(sglang_profile) (validate; empty - none); it must be
+        one of C(known_profiles), as the records are labelled with it.
+    type: raw
   known_profiles:
     description: The profiles the server role defines (validate), C(sglang_server_profiles).
-    type: dict
+    type: raw
     default: {}
+  log_lines:
+    description: C(sglang_benchmark_log_lines), the journal lines kept per sweep (validate); a positive integer.
+    type: raw
   hosts:
     description: action=plan - per host, C({max_total_num_tokens, profile}).
     type: dict
@@ -189,8 +207,10 @@ options:
     type: dict
     default: {}
   request_rate:
-    description: action=store - the client's request rate, for a record made here.
-    type: str
+    description:
+      - The client's request rate - a positive number of requests per second, or inf; checked
+        (validate), and kept in a record made here (store).
+    type: raw
     default: inf
   backend:
     description: action=store - the client's backend, for a record made here.
@@ -232,6 +252,16 @@ options:
     description: action=files - C({file name - text}) written into the run directory.
     type: dict
     default: {}
+  secret_values:
+    description:
+      - action=store, telemetry - the secrets' values (the API key, the admin key, the HF token),
+        replaced wherever they appear in the raw client output kept under C(raw/), with every
+        C(Bearer) token and every value the output itself names as a secret
+        (module_utils/redact.py redact_text). The raw files are 0600 in 0700 folders, the run
+        directory 0700.
+    type: list
+    elements: str
+    default: []
 author:
   - sglang-playbooks
 """
@@ -345,21 +375,65 @@ raw_samples:
 
 
 def _number(value, name, low=None, high=None, integer=False, allow_none=False):
-    """value as a number within (low, high]; ValueError naming the variable otherwise."""
+    """value as a number within (low, high]; ValueError naming the variable otherwise (and the
+    value as given: the word, not the 0 a Jinja int filter would make of it)."""
     if value is None and allow_none:
         return None
     text = str(value).strip()
     try:
-        if isinstance(value, bool):
+        if isinstance(value, bool) or value is None:
             raise ValueError
         number = int(text) if integer else float(text)
     except ValueError:
         kind = "an integer" if integer else "a number"
-        raise ValueError(f"{name} must be {kind}, got {value!r}") from None
+        raise ValueError(f"{name} must be {kind}, got {shown(value)}") from None
     if (low is not None and number <= low) or (high is not None and number > high):
         raise ValueError(f"{name} must be above {low}{f' and at most {high}' if high is not None else ''}, "
-                         f"got {value!r}")
+                         f"got {shown(value)}")
     return number
+
+
+def _string_for_list(value, variable, example):
+    """The message for a string where a list belongs (-e VAR=4,8 gives the string '4,8')."""
+    return (f"{variable} must be a list, got the string {value!r}: write it as a YAML list, e.g. {variable}: "
+            f"{example}, or on the command line as JSON: -e '{{\"{variable}\": {example}}}'")
+
+
+def check_params(params):
+    """The numbers and shapes every action takes, each failure naming the play's variable (never
+    the module's option, as Ansible's own conversion would); numbers converted in place."""
+    concurrencies = params.get("concurrencies")
+    if isinstance(concurrencies, str):
+        raise ValueError(_string_for_list(concurrencies, "sglang_benchmark_concurrencies", "[256, 512, 1024, 2048]"))
+    for key, variable in (("input_len", "sglang_benchmark_input_len"), ("output_len", "sglang_benchmark_output_len")):
+        params[key] = _number(params.get(key), f"{variable} (tokens per request)", low=0, integer=True)
+    if params.get("num_prompts") in ("", "None", "null"):
+        params["num_prompts"] = None
+    params["num_prompts"] = _number(params.get("num_prompts"), "sglang_benchmark_num_prompts (requests per point; "
+                                    "null for 5 x each concurrency)", low=0, integer=True, allow_none=True)
+    if params.get("context_len") not in (None, ""):
+        try:
+            params["context_len"] = human_readable_int(params["context_len"])
+        except ValueError as exc:
+            raise ValueError(f"sglang_server_args['context-length'] must be a number of tokens as SGLang takes "
+                             f"it (4096, 32k, 32Ki), got {shown(params['context_len'])}: {exc}") from None
+    else:
+        params["context_len"] = None
+
+
+def _request_rate(value):
+    """sglang_benchmark_request_rate: a positive number of requests per second, or inf."""
+    problem = (f"sglang_benchmark_request_rate must be a positive number of requests per second (e.g. 16), "
+               f"or inf to send every request at once (SGLang's default), got {shown(value)}")
+    try:
+        if isinstance(value, bool) or value is None:
+            raise ValueError
+        rate = float(str(value).strip())
+    except ValueError:
+        raise ValueError(problem) from None
+    if not rate > 0:  # (nan too)
+        raise ValueError(problem)
+    return rate
 
 
 def threshold_of(params):
@@ -388,12 +462,46 @@ def _validate(params):
     if params.get("timeout") is not None:
         _number(params["timeout"], "sglang_benchmark_timeout (seconds)", low=0, integer=True)
     threshold_of(params)
+    _request_rate(params.get("request_rate", "inf"))
+    if params.get("log_lines") is not None:
+        _number(params["log_lines"], "sglang_benchmark_log_lines (lines of the server's journal kept per sweep, "
+                "e.g. 400)", low=0, integer=True)
+    _validate_profiles(params)
+
+
+def _validate_profiles(params):
+    """bench_profiles and sglang_profile name profiles of sglang_server_profiles (the records are
+    labelled with them); names YAML read as booleans are named as such."""
     known = params.get("known_profiles") or {}
-    unknown = [p for p in params.get("profiles") or [] if p and p not in known]
+    if not isinstance(known, dict):
+        raise ValueError(f"sglang_server_profiles must be a dict of profile name: args, got {shown(known)}")
+    booleans = yaml_boolean_names(known)
+    if booleans:
+        raise ValueError(yaml_boolean_profile_problem("sglang_server_profiles", booleans))
+    names = ", ".join(map(repr, sorted(map(str, known)))) or "none"
+    profiles = params.get("profiles") or []
+    if isinstance(profiles, str):
+        raise ValueError(_string_for_list(profiles, "bench_profiles", '["baseline", "tuned"]'))
+    if not isinstance(profiles, (list, tuple)):
+        raise ValueError(f"bench_profiles must be a list of profile names, got {shown(profiles)}")
+    for item in profiles:
+        if isinstance(item, bool):
+            raise ValueError(f"bench_profiles has {shown(item)}; a profile named yes, on, no or off is quoted, "
+                             '"yes", here and in sglang_server_profiles')
+    unknown = [p for p in profiles if p and p not in known]
     if unknown:
-        raise ValueError(f"unknown profile(s) {', '.join(unknown)} in bench_profiles: "
-                         f"sglang_server_profiles defines {', '.join(sorted(known)) or 'none'}. "
+        raise ValueError(f"unknown profile(s) {', '.join(map(shown, unknown))} in bench_profiles: "
+                         f"sglang_server_profiles defines {names}. "
                          "Use one of those names or add the profile to sglang_server_profiles.")
+    profile = params.get("profile")
+    if isinstance(profile, bool):
+        raise ValueError(f"sglang_profile is {shown(profile)}, e.g. sglang_profile: \"{'yes' if profile else 'no'}\" "
+                         "(a profile of that quoted name), or sglang_profile: \"\" for no profile")
+    if profile and profile not in known:
+        raise ValueError(f"sglang_profile {shown(profile)} is not defined in sglang_server_profiles (known: {names}): "
+                         "the benchmark would label its records with a profile the server does not run. Pass "
+                         "-e sglang_profile=NAME of the profile the server was deployed with, or leave it unset "
+                         "for sglang_server_args as they are.")
 
 
 def _store(params, run_id=None):
@@ -413,11 +521,7 @@ def action_validate(params):
     store = _store(params, params.get("run_id") or new_run_id())
     existing = store.read_run_json()
     if existing is not None and existing.get("plan_signature") != plan_signature(_plan(params)):
-        raise ValueError(
-            f"bench_run_id {store.run_id} already holds a run with a different plan (signature "
-            f"{existing.get('plan_signature')}, this plan {plan_signature(_plan(params))}) in "
-            f"{store.path}. A run is never overwritten: leave bench_run_id unset for a new run, "
-            "or use the original plan to resume.")
+        raise ValueError(different_plan_message(store.run_id, store.path, existing, _plan(params)))
     if existing is not None:
         store.records()  # a damaged store fails here, naming the file, before anything restarts
     return {"run_id": store.run_id, "run_dir": store.path, "resuming": existing is not None}
@@ -512,6 +616,33 @@ def _merge_run_json(store, provenance):
         store.write_run_json(merged, replace=True)
 
 
+def _write_raw(store, record, suffix, text, secrets=()):
+    """A raw client output (or telemetry sample file) kept beside its record: redacted on its way
+    in (the 0.5.23 client's result line embeds the server's /server_info, api_key included; a
+    --header echo holds a Bearer token) and private - 0600, its folders and the run directory
+    0700 - from the first byte (umask), and tightened when an older run made them wider."""
+    old = os.umask(0o077)
+    try:
+        os.chmod(store.path, 0o700)
+        relative = store.write_raw(record, suffix, redact_text(text, secrets or ()))
+    except PermissionError as exc:
+        raise ResultStoreError(f"cannot make {store.path} private (0700): {exc.strerror or exc}. "
+                               "Give bench_results_dir to the user who runs the playbook.") from exc
+    finally:
+        os.umask(old)
+    path = os.path.join(store.path, relative)
+    try:
+        os.chmod(path, 0o600)
+        folder = os.path.dirname(path)
+        while len(folder) > len(store.path):
+            os.chmod(folder, 0o700)
+            folder = os.path.dirname(folder)
+    except OSError as exc:
+        raise ResultStoreError(f"cannot make {path} private (0600 in 0700 folders): {exc.strerror or exc}. "
+                               "Give bench_results_dir to the user who runs the playbook.") from exc
+    return relative
+
+
 def _point_record(store, params, entry):
     """The record of one host's point (its client's record; one made here for a point over capacity
     or skipped), appended with its raw output beside it; returns (record, skip_reason or None)."""
@@ -543,7 +674,7 @@ def _point_record(store, params, entry):
                              f"{point.get('max_concurrency')} has no record, is not over capacity and "
                              "the sweep did not stop")
         record = point_record("skipped", f"not run: the sweep stopped ({skip_reason})", labels, point, options)
-    raw_paths = {suffix: store.write_raw(record, suffix, text)
+    raw_paths = {suffix: _write_raw(store, record, suffix, text, params.get("secret_values"))
                  for suffix, text in (run.get("raw") or {}).items() if text is not None}
     if raw_paths:
         record["raw_path"] = raw_paths.get("jsonl") or raw_paths.get("txt")
@@ -575,7 +706,7 @@ def action_telemetry(params):
     windows = params.get("windows") or []
     attached = store.append_telemetry(windows)
     # (the samples of the client's whole process; the record's gpu summary covers its benchmark run)
-    samples = [store.write_raw(w, "gpu.csv", w["raw"]) for w in windows if w.get("raw")]
+    samples = [_write_raw(store, w, "gpu.csv", w["raw"], params.get("secret_values")) for w in windows if w.get("raw")]
     written = [store.write_log(name, text) for name, text in sorted((params.get("logs") or {}).items())]
     return {"run_id": store.run_id, "run_dir": store.path, "attached": attached, "logs": written,
             "raw_samples": samples, "changed": bool(attached or written or samples)}
@@ -658,26 +789,28 @@ def main():
             "results_dir": {"type": "path", "required": True},
             "run_id": {"type": "str"},
             "plan": {"type": "dict", "default": {}},
-            "concurrencies": {"type": "list", "elements": "raw"},
-            "num_prompts": {"type": "int"},
-            "input_len": {"type": "int", "default": 128},
-            "output_len": {"type": "int", "default": 128},
-            "context_len": {"type": "int"},
+            "concurrencies": {"type": "raw"},
+            "num_prompts": {"type": "raw"},
+            "input_len": {"type": "raw", "default": 128},
+            "output_len": {"type": "raw", "default": 128},
+            "context_len": {"type": "raw"},
             "repeats": {"type": "raw", "default": 1},
             "timeout": {"type": "raw"},
             "plateau_threshold": {"type": "raw"},
             "stop_on_failure": {"type": "bool", "default": False},
             "include_over_capacity": {"type": "bool", "default": False},
             "capacity_point": {"type": "bool", "default": True},
-            "profiles": {"type": "list", "elements": "str", "default": []},
-            "known_profiles": {"type": "dict", "default": {}},
+            "profiles": {"type": "raw", "default": []},
+            "profile": {"type": "raw"},
+            "known_profiles": {"type": "raw", "default": {}},
+            "log_lines": {"type": "raw"},
             "hosts": {"type": "dict", "default": {}},
             "provenance": {"type": "dict", "default": {}},
             "play_hosts": PLAY_HOSTS_SPEC,
             "dry_run": {"type": "bool", "default": False},
             "entries": {"type": "list", "elements": "dict"},
             "labels": {"type": "dict", "default": {}},
-            "request_rate": {"type": "str", "default": "inf"},
+            "request_rate": {"type": "raw", "default": "inf"},
             "backend": {"type": "str", "default": "sglang"},
             "windows": {"type": "list", "elements": "dict", "default": []},
             "logs": {"type": "dict", "default": {}},
@@ -687,6 +820,7 @@ def main():
             "running": {"type": "dict"},
             "failed_start": {"type": "dict"},
             "files": {"type": "dict", "default": {}},
+            "secret_values": {"type": "list", "elements": "str", "default": [], "no_log": True},
         },
         required_if=[("action", "plan", ("run_id", "concurrencies")),
                      ("action", "store", ("run_id", "entries")),
@@ -697,12 +831,21 @@ def main():
         supports_check_mode=True,
     )
     action = module.params["action"]
+    os.umask(0o077)  # (results/<run>/ holds raw client output: what this module makes there is the owner's only)
     if module.check_mode and action not in ("validate", "search_spec"):
         module.exit_json(changed=False, skipped=True, msg=f"check mode: action={action} not run")
     try:
+        check_params(module.params)
+        if action == "validate":  # (a YAML boolean before it becomes the string 'True')
+            _request_rate(module.params["request_rate"])
+        module.params["request_rate"] = str(module.params["request_rate"])  # (kept as the client got it)
         result = dict({"changed": False}, **ACTIONS[action](module.params))
     except (ValueError, ResultStoreError) as exc:
         module.fail_json(msg=str(exc))
+    except OSError as exc:  # (the store names its paths; anything else still gets its file named, not a traceback)
+        module.fail_json(msg=f"bench_store action={action}: {exc.strerror or exc}"
+                             f"{f' ({exc.filename})' if exc.filename else ''}: fix it and run again; the records "
+                             "written so far are kept")
     if result.get("torn"):
         module.warn(f"records.jsonl ended in a torn line (a writer killed mid-append, or a full disk): it was "
                     f"set aside in {result['torn']} before this record was appended; the point it held runs again")

@@ -20,17 +20,31 @@ description:
     missing) does not fail the wait; it is returned in C(caught_errors). A traceback counts
     when the process exits with it the last thing logged.
   - Readiness must belong to the unit's current invocation (or the given PID) - the process
-    listening on the port must be its main process or a descendant (module_utils/port_owner.py);
-    a stale or foreign server answering on the port fails with C(failure_kind=foreign_server),
-    naming the process.
+    listening on the port must be its main process or a descendant, or lie in the unit's cgroup
+    (module_utils/port_owner.py); a stale or foreign server answering on the port fails with
+    C(failure_kind=foreign_server), naming the process (pid, user, command line). When who
+    listens cannot be read (root without CAP_SYS_PTRACE and no socket cgroup from the kernel) the
+    wait fails closed with C(failure_kind=owner_unknown), saying what could not be read.
+  - A local URL needs C(unit) or C(pid), so the owner is always checked.
+  - The health endpoints get no API key, since SGLang lets C(/health*) through its key check
+    (decide_request_auth in sglang/srt/utils/auth.py, line 100 in 0.5.10.post1 and 0.5.11, line
+    102 in 0.5.23). C(api_key) is sent only to another endpoint, and only once the port's owner
+    is the unit's.
   - C(state=port) only checks, before a restart, that no process other than the unit's holds the
     URL's port, and fails naming the port and the process when one does.
+  - C(state=owner) checks, before anything with a key is sent, that the process listening on the
+    port (if any) is the unit's; a foreign one fails with C(failure_kind=foreign_server) naming
+    it (pid, user, command line) and the port. Nothing is sent to the port.
 options:
   state:
-    description: C(ready) waits for readiness; C(port) only checks who holds the port.
+    description: C(ready) waits for readiness; C(port) only checks who holds the port; C(owner)
+      checks that whoever listens there is the unit.
     type: str
-    choices: [ready, port]
+    choices: [ready, port, owner]
     default: ready
+  port:
+    description: The port to check (C(state=port), C(owner)); default the URL's, when the URL names this host.
+    type: int
   url:
     description: Base URL of the server.
     type: str
@@ -61,8 +75,13 @@ options:
     type: float
     default: 5
   api_key:
-    description: API key (sent as Bearer); health endpoints do not need it, other probes do.
+    description: API key (sent as Bearer) for an endpoint other than a health one, only after
+      the owner check passed; health endpoints never get it.
     type: str
+  validate_certs:
+    description: Check the server's TLS certificate (an https URL).
+    type: bool
+    default: true
   tail_lines:
     description: Log lines returned in C(log_tail).
     type: int
@@ -111,7 +130,9 @@ caught_errors:
   elements: str
   returned: always
 failure_kind:
-  description: oom, not_enough_memory, nccl, cuda_graph, port_in_use, foreign_server, traceback, exited or timeout.
+  description: >-
+    oom, not_enough_memory, nccl, cuda_graph, port_in_use, foreign_server, owner_unknown, traceback,
+    exited or timeout.
   type: str
   returned: on failure
 failure_line:
@@ -126,6 +147,14 @@ holders:
   description: The processes on the port that are not the unit's (state=port, or failure_kind=foreign_server).
   type: list
   returned: when found
+listening:
+  description: Something listens on the port (state=owner).
+  type: bool
+  returned: state=owner
+unit_holders:
+  description: The unit's processes that listen on the port, described (state=owner).
+  type: list
+  returned: state=owner
 """
 
 import collections
@@ -134,9 +163,9 @@ import time
 from urllib.parse import urlparse
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.port_owner import foreign_holders
+from ansible.module_utils.port_owner import OwnerUnknown, listening_sockets, owners
 from ansible.module_utils.redact import redact_text
-from ansible.module_utils.sglang_api import probe
+from ansible.module_utils.sglang_api import needs_key, probe
 from ansible.module_utils.sglang_log import LogWatcher
 
 
@@ -156,9 +185,11 @@ class UnitWatch:
         rc, out, err = self.module.run_command(
             ["systemctl", "show", self.unit, "--property",
              "ActiveState,SubState,MainPID,NRestarts,InvocationID,Result,ExecMainStatus,LoadState,"
-             "ExecMainStartTimestampMonotonic"])
+             "ExecMainStartTimestampMonotonic,ControlGroup"])
         if rc != 0:
-            self.module.fail_json(msg=f"systemctl show {self.unit} failed: {err.strip()}", ready=False)
+            self.module.fail_json(
+                msg=f"systemctl show {self.unit} failed: {err.strip()}. On a host where the server does not run "
+                    "under systemd, set sglang_server_main_pid to the server's PID", ready=False)
         return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
     def dead(self):
@@ -192,10 +223,14 @@ class UnitWatch:
 
     def main_pid(self):
         """The main process of the invocation we watch (0 when it has none, or another one runs)."""
+        return self.identity()[0]
+
+    def identity(self):
+        """(main PID, cgroup) of the invocation we watch: (0, None) when another one runs."""
         st = self.show()
         if self.invocation and st.get("InvocationID", "") != self.invocation:
-            return 0
-        return int(st.get("MainPID") or 0)
+            return 0, None
+        return int(st.get("MainPID") or 0), st.get("ControlGroup") or None
 
     def startup_s(self):
         """Seconds since the unit's main process started (monotonic clock, like systemd's)."""
@@ -242,6 +277,9 @@ class FileWatch:
     def main_pid(self):
         return self.pid
 
+    def identity(self):
+        return self.pid, None
+
     def startup_s(self):
         return None
 
@@ -270,7 +308,9 @@ def main():
             "request_timeout": {"type": "float", "default": 5},
             "api_key": {"type": "str", "no_log": True},
             "tail_lines": {"type": "int", "default": 40},
-            "state": {"type": "str", "default": "ready", "choices": ["ready", "port"]},
+            "state": {"type": "str", "default": "ready", "choices": ["ready", "port", "owner"]},
+            "port": {"type": "int"},
+            "validate_certs": {"type": "bool", "default": True},
         },
         mutually_exclusive=[("unit", "pid")],
         supports_check_mode=True,
@@ -281,18 +321,39 @@ def main():
         if p[name] <= 0:
             module.fail_json(msg=f"sglang_server_health_{name} must be a positive number of seconds, got {p[name]}",
                              ready=False)
-    port = local_port(url)
-    if module.check_mode:
+    port = p["port"] or local_port(url)
+    owner = p["unit"] or (f"process {p['pid']}" if p["pid"] else None)
+    if port is not None and owner is None:
+        module.fail_json(
+            msg=f"sglang_health needs unit (the server's systemd unit) or pid (its main process) for {url}: "
+                f"whoever listens on port {port} is checked to be the server before it is trusted",
+            ready=False)
+    if module.check_mode and p["state"] == "ready":
         module.exit_json(changed=False, ready=None, elapsed_s=0, log_tail=[], msg="check mode: not waited")
 
+    if p["state"] in ("port", "owner") and port is not None and not listening_sockets(port):
+        # (nothing listens: nothing to judge, the unit need not even be asked)
+        module.exit_json(changed=False, ready=None, port=port, holders=[], listening=False, unit_holders=[])
     watch = UnitWatch(module, p["unit"]) if p["unit"] and not p["log_path"] else FileWatch(p["log_path"], p["pid"])
-    owner = p["unit"] or (f"process {p['pid']}" if p["pid"] else None)
+    # (the key only for an endpoint SGLang guards: sglang/srt/utils/auth.py lets /health* through)
+    api_key = p["api_key"] if needs_key(p["endpoint"]) else None
+
+    def listeners():
+        """port_owner.owners() for the watched invocation (None for a remote URL); who listens
+        cannot be read: a failure (fails closed), nothing sent."""
+        if port is None:
+            return None
+        main_pid, cgroup = watch.identity()
+        try:
+            return owners(port, main_pid or None, cgroup)
+        except OwnerUnknown as exc:
+            module.fail_json(msg=f"{exc}.", ready=False, failure_kind="owner_unknown", port=port)
+        return None
 
     def foreign():
-        """The processes on the port that are not the watched invocation's ([] without a unit or PID)."""
-        if port is None or owner is None:
-            return []
-        return foreign_holders(port, watch.main_pid())
+        """The processes on the port that are not the watched invocation's."""
+        found = listeners()
+        return found["foreign"] if found else []
 
     if p["state"] == "port":
         held = foreign()
@@ -303,6 +364,17 @@ def main():
                     "(sglang_server_args.port). The server was not restarted.",
                 ready=False, failure_kind="port_held", holders=held, port=port)
         module.exit_json(changed=False, ready=None, port=port, holders=[])
+    if p["state"] == "owner":
+        found = listeners() or {"listening": None, "foreign": [], "unit": []}
+        if found["foreign"]:
+            module.fail_json(
+                msg=f"refused: the server on port {port} is {', '.join(found['foreign'])}, not {owner}. "
+                    "It got no API key and nothing of it was used. Stop that process (a stale server, another "
+                    "user's listener), or give the server another port (sglang_server_args.port), then run again.",
+                ready=False, failure_kind="foreign_server", holders=found["foreign"], port=port,
+                listening=found["listening"], unit_holders=found["unit"])
+        module.exit_json(changed=False, ready=None, port=port, holders=[], listening=found["listening"],
+                         unit_holders=found["unit"])
     watcher = LogWatcher()
     tail = collections.deque(maxlen=p["tail_lines"])
     start = time.monotonic()
@@ -343,9 +415,19 @@ def main():
                 "(sglang_server_args.port), then restart.",
             **result(ready=False, failure_kind="foreign_server", failure_line=line, holders=held))
 
+    def answers():
+        """The endpoint answers 200. A key goes only to a port the invocation holds."""
+        if api_key and port is not None:
+            found = listeners()
+            if found["foreign"]:
+                fail_foreign(found["foreign"])
+            if not found["unit"]:
+                return False
+        return probe(url, api_key, p["request_timeout"], p["validate_certs"])
+
     # A server that is already up answers at once: take its KV numbers from its startup lines
     # instead of reading everything it logged since. Only the watched invocation's server counts.
-    if probe(url, p["api_key"], p["request_timeout"]):
+    if answers():
         held = foreign()
         if held:
             fail_foreign(held)
@@ -354,7 +436,7 @@ def main():
 
     while True:
         read_log()
-        if probe(url, p["api_key"], p["request_timeout"]):
+        if answers():
             held = foreign()
             if held:
                 fail_foreign(held)

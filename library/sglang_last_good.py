@@ -11,12 +11,15 @@ module: sglang_last_good
 short_description: Keep the SGLang server's last good configuration on its host, or put it back
 description:
   - C(state=saved) (after a start that passed the health wait) copies the configuration files -
-    the launch script, the env file, the secret args file, the systemd unit - into C(store)
-    (root only) with a manifest of their modes, owners and checksums, and snapshots the venv
-    with hard links (C(cp -al), beside it as C(VENV.last-good)) when its installed
-    distributions changed. Nothing changes when the host already matches the kept copy.
+    the launch script, the systemd unit - into C(store) (root only) with a manifest of their
+    modes, owners and checksums, and snapshots the venv with hard links (C(cp -al), beside it as
+    C(VENV.last-good)) when its installed distributions changed. Of the files in C(secrets) -
+    the env file, the secret args file - it notes only whether they exist, and keeps no copy of a key. Nothing changes when the host already matches the kept copy.
   - C(state=restored) puts the files and the venv back as they were kept (restart.yml
-    C(-e sglang_rollback=true) restarts the server with them).
+    C(-e sglang_rollback=true) restarts the server with them); the files of C(secrets) stay as
+    they are now, so a rollback never brings back a key that was rotated away. When one of them
+    existed then and not now (or the other way round) it refuses before changing anything, since the
+    restored launch script would start the server without its key.
   - The rules live in module_utils/last_good.py.
 options:
   state:
@@ -36,6 +39,11 @@ options:
   venv:
     description: The engine's venv (state=saved).
     type: path
+  secrets:
+    description: The files among C(files) that hold secrets; kept as they are on restore, never copied.
+    type: list
+    elements: path
+    default: []
 author:
   - sglang-playbooks
 """
@@ -46,9 +54,10 @@ EXAMPLES = r"""
     files: [/opt/sglang/run_tp8.sh, /etc/sglang/sglang.env, /etc/systemd/system/sglang.service]
     venv: /opt/sglang/venv
 
-- name: Put the last good configuration back
+- name: Put the last good configuration back, the current secrets kept
   sglang_last_good:
     state: restored
+    secrets: [/etc/sglang/sglang.env, /etc/sglang/secret-args.yaml]
 """
 
 RETURN = r"""
@@ -65,6 +74,11 @@ saved_at:
   description: When the restored configuration was kept (UTC).
   returned: state=restored
   type: str
+kept:
+  description: The secret files left as they are now (state=restored).
+  returned: state=restored
+  type: list
+  elements: str
 """
 
 
@@ -75,15 +89,16 @@ def main():
             "store": {"type": "path", "default": "/var/lib/sglang-playbooks/last-good"},
             "files": {"type": "list", "elements": "path", "default": []},
             "venv": {"type": "path"},
+            "secrets": {"type": "list", "elements": "path", "default": []},
         },
         supports_check_mode=True,
     )
     p = module.params
     try:
         if p["state"] == "saved":
-            result = save(p["store"], p["files"], p["venv"], check=module.check_mode)
+            result = save(p["store"], p["files"], p["venv"], check=module.check_mode, secrets=p["secrets"])
         else:
-            result = restore(p["store"], check=module.check_mode)
+            result = restore(p["store"], check=module.check_mode, secrets=p["secrets"])
     except (LastGoodError, OSError, ValueError) as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)

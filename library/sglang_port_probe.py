@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import socket
-import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.port_owner import foreign_holders
+from ansible.module_utils.port_owner import OwnerUnknown, owners, unit_of
 
 DOCUMENTATION = r"""
 ---
@@ -22,7 +21,9 @@ description:
     the peers' addresses.
   - When the port is already held, it does not listen (C(listening) false) and says by whom,
     C(held_by_unit) when the holder is the C(unit)'s own process (the running server; then the
-    other nodes' connections reach that server, which is the check), C(foreign) otherwise.
+    other nodes' connections reach that server, which is the check), C(foreign) otherwise
+    (module_utils/port_owner.py, the unit's main process or a descendant, or its cgroup). When
+    who holds it cannot be read, it fails closed saying what could not be read.
   - Changes nothing on the host; check mode runs it the same.
 options:
   port:
@@ -87,17 +88,6 @@ elapsed_s:
 """
 
 
-def _main_pid(unit: str | None) -> int | None:
-    if not unit:
-        return None
-    try:
-        out = subprocess.run(["systemctl", "show", "-p", "MainPID", "--value", unit],
-                             capture_output=True, text=True, timeout=10, check=False).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return int(out) if out.isdigit() and int(out) > 0 else None
-
-
 def listen(port: int, expect: int, timeout: float) -> tuple[list[str], float]:
     """Accept connections on port until expect different peers came or timeout; their addresses."""
     start = time.monotonic()
@@ -136,10 +126,14 @@ def main():
     try:
         peers, elapsed = listen(p["port"], p["expect"], p["timeout"])
     except OSError as exc:
-        main_pid = _main_pid(p["unit"])
-        foreign = foreign_holders(p["port"], main_pid)
+        try:
+            unit = unit_of(module.run_command, p["unit"]) if p["unit"] else {"main_pid": None, "cgroup": None}
+            found = owners(p["port"], unit["main_pid"], unit["cgroup"])
+        except OwnerUnknown as unknown:
+            module.fail_json(msg=f"port {p['port']} is held ({exc}) and {unknown}.", listening=False,
+                             failure_kind="owner_unknown")
         module.exit_json(changed=False, listening=False, peers=[], elapsed_s=0.0,
-                         held_by_unit=bool(main_pid) and not foreign, foreign=foreign,
+                         held_by_unit=bool(found["unit"]) and not found["foreign"], foreign=found["foreign"],
                          bind_error=str(exc))
     module.exit_json(changed=False, listening=True, peers=peers, elapsed_s=elapsed,
                      held_by_unit=False, foreign=[])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.input_problems import finish
-from ansible.module_utils.router_inputs import check_router_inputs, worker_candidates
+from ansible.module_utils.router_inputs import check_router_inputs, worker_candidates, worker_hosts
 
 DOCUMENTATION = r"""
 ---
@@ -15,8 +15,10 @@ description:
   - Runs anywhere (the role runs it on the controller). Fails with every problem found, each
     naming the variable and the fix; changes nothing.
   - Refuses what smg would refuse at start (a bad port, the metrics on the router's port), a flag in C(sglang_router_extra_args) that the role sets itself or that
-    looks secret (it would be on the command line), no workers at all, and a router open to the
-    network without an API key unless C(sglang_router_allow_unauthenticated).
+    looks secret (it would be on the command line), no workers at all, a router open to the
+    network without an API key unless C(sglang_router_allow_unauthenticated), and a key the
+    router would send to a worker of another host over plain C(http://) unless
+    C(allow_key_over_http) (C(sglang_allow_key_over_http)).
   - Returns the candidate workers (before their health check) in C(candidates),
     C(sglang_router_worker_urls) as given, else one URL per host of the workers' group, less
     the rank >= 1 nodes of a multi-node server (C(sglang_server_nnodes) > 1 and not first in
@@ -28,7 +30,8 @@ options:
     description:
       - The role's variables less the C(sglang_router_) prefix (version, requirements, port,
         prometheus_port, worker_urls, workers_group, min_workers, extra_args, host,
-        allow_unauthenticated), plus C(has_api_key), whether C(sglang_router_api_key) is set
+        allow_unauthenticated), plus C(allow_key_over_http) (C(sglang_allow_key_over_http)),
+        C(has_api_key), whether C(sglang_router_api_key) is set
         (never the key), and C(workers), the hosts of the workers' group in inventory order,
         each a dict of its inventory variables - C(name) (the inventory name),
         C(worker_address) (C(sglang_router_worker_address)), C(ansible_host), C(port)
@@ -77,6 +80,13 @@ candidates:
   type: list
   elements: str
   sample: [http://10.0.0.11:30000, http://10.1.0.13:30000]
+worker_hosts:
+  description:
+    - The inventory hosts behind the candidates (C(host), C(url), C(port)); empty with
+      C(sglang_router_worker_urls). The role checks on each that its server holds the port.
+  returned: success
+  type: list
+  elements: dict
 """
 
 
@@ -87,7 +97,8 @@ def main():
     problems = check_router_inputs(settings)
     if problems:
         finish(module, "router", problems)
-    module.exit_json(changed=False, problems=[], candidates=worker_candidates(settings))
+    module.exit_json(changed=False, problems=[], candidates=worker_candidates(settings),
+                     worker_hosts=worker_hosts(settings))
 
 
 if __name__ == "__main__":

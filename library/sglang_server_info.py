@@ -11,6 +11,16 @@ description:
   - SGLang returns every server arg there, C(api_key) and C(admin_api_key) included; the module
     returns them (and any other field named like a secret) redacted, so no registered result,
     debug output or result file holds them.
+  - For a URL of this host, before anything is sent, the process listening on the port must be
+    the server's - its C(unit)'s main process or a descendant, or in the unit's cgroup, or the
+    given C(pid)'s tree (module_utils/port_owner.py) - else it fails naming the process (pid,
+    user, command line) and the port; when who listens cannot be read it fails closed. For a URL
+    of another host the caller checks the owner on the server's host first
+    (C(sglang_health state=owner)).
+  - C(/server_info) needs the key when the server has one (a normal endpoint in
+    sglang/srt/utils/auth.py decide_request_auth). The key does not go over plain C(http://) to
+    another host unless C(allow_key_over_http); certificates of an C(https://) URL are checked
+    unless C(validate_certs) is false.
 options:
   url:
     description: Base URL of the server.
@@ -19,6 +29,20 @@ options:
   api_key:
     description: API key, sent as Bearer.
     type: str
+  unit:
+    description: The server's systemd unit (its processes may hold the port of a local URL).
+    type: str
+  pid:
+    description: The server's main PID, when it does not run under systemd.
+    type: int
+  allow_key_over_http:
+    description: Send the key over plain http to another host (C(sglang_allow_key_over_http)).
+    type: bool
+    default: false
+  validate_certs:
+    description: Check the server's TLS certificate (an https URL).
+    type: bool
+    default: true
   timeout:
     description: Seconds for each request.
     type: float
@@ -29,6 +53,7 @@ EXAMPLES = r"""
 - name: Read the server's KV capacity
   sglang_server_info:
     url: http://127.0.0.1:30000
+    unit: sglang.service
   register: info
 """
 
@@ -63,8 +88,55 @@ raw:
   returned: success
 """
 
+from urllib.parse import urlparse
+
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.port_owner import OwnerUnknown, listening_sockets, owners, unit_of
+from ansible.module_utils.redact import is_loopback
 from ansible.module_utils.sglang_api import server_info, summarize
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0", "")
+
+
+def check_owner(module, url):
+    """For a URL of this host: the process on its port must be the unit's (or the pid's)."""
+    parsed = urlparse(url)
+    if (parsed.hostname or "") not in LOCAL_HOSTS and not is_loopback(parsed.hostname):
+        return
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    p = module.params
+    label = p["unit"] or (f"process {p['pid']}" if p["pid"] else None)
+    if label is None:
+        module.fail_json(msg=f"sglang_server_info needs unit (the server's systemd unit) or pid (its main process) "
+                             f"for {url}: whoever listens on port {port} is checked to be the server first")
+    if not listening_sockets(port):
+        module.fail_json(msg=f"nothing listens on port {port} ({url}): is the server up (sglang_health)?",
+                         failure_kind="not_listening", port=port)
+    try:
+        unit = unit_of(module.run_command, p["unit"]) if p["unit"] else {"main_pid": p["pid"], "cgroup": None}
+        found = owners(port, unit["main_pid"], unit["cgroup"])
+    except OwnerUnknown as exc:
+        module.fail_json(msg=f"{exc}.", failure_kind="owner_unknown", port=port)
+    if not found["unit"] and not found["foreign"]:
+        module.fail_json(msg=f"nothing listens on port {port} ({url}) any more: is the server up (sglang_health)?",
+                         failure_kind="not_listening", port=port)
+    if found["foreign"]:
+        module.fail_json(
+            msg=f"refused: the server on port {port} is {', '.join(found['foreign'])}, not {label}. It got no API "
+                "key and its answers were not used. Stop that process, or give the server another port "
+                "(sglang_server_args.port).", failure_kind="foreign_server", holders=found["foreign"], port=port)
+
+
+def check_transport(module, url):
+    """The key goes over plain http only to this host, unless allowed."""
+    parsed = urlparse(url)
+    local = (parsed.hostname or "") in LOCAL_HOSTS or is_loopback(parsed.hostname)
+    if module.params["api_key"] and parsed.scheme == "http" and not local and not module.params["allow_key_over_http"]:
+        module.fail_json(
+            msg=f"refused to send the API key to {url} over plain http (anyone on the path reads it): serve the "
+                "server over https, run the client on the server host (sglang_benchmark_client_location: server), "
+                "or set sglang_allow_key_over_http: true on a network you trust. Nothing was sent.",
+            failure_kind="key_over_http")
 
 
 def main():
@@ -72,15 +144,24 @@ def main():
         argument_spec={
             "url": {"type": "str", "default": "http://127.0.0.1:30000"},
             "api_key": {"type": "str", "no_log": True},
+            "unit": {"type": "str"},
+            "pid": {"type": "int"},
+            "allow_key_over_http": {"type": "bool", "default": False},
+            "validate_certs": {"type": "bool", "default": True},
             "timeout": {"type": "float", "default": 10},
         },
+        mutually_exclusive=[("unit", "pid")],
         supports_check_mode=True,
     )
+    check_transport(module, module.params["url"])
+    check_owner(module, module.params["url"])
     try:
-        endpoint, info = server_info(module.params["url"], module.params["api_key"], module.params["timeout"])
+        endpoint, info = server_info(module.params["url"], module.params["api_key"], module.params["timeout"],
+                                     module.params["validate_certs"])
     except RuntimeError as exc:
         module.fail_json(msg=f"{exc}; is the server up (sglang_health) and is the API key right?")
     module.exit_json(changed=False, endpoint=endpoint, raw=info, **summarize(info))
+
 
 if __name__ == "__main__":
     main()

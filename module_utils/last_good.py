@@ -1,11 +1,21 @@
 """The last configuration a server started healthy with, kept on its host, and its restore.
 
-save() copies the files that make the server's configuration (the launch script, the env file,
-the secret args file, the systemd unit) into a root-only directory with a manifest (path, mode,
-owner, sha256, or absent), and snapshots the venv when its installed distributions changed since
-the last snapshot: `cp -al` (hard links, on the venv's own filesystem: pip replaces files, it
-does not write into them, so the snapshot keeps the old ones at almost no cost). restore() puts
-them all back. Both change nothing when the host already matches (a second deploy is a no-op).
+save() copies the files that make the server's configuration (the launch script, the systemd
+unit) into a root-only directory with a manifest (path, mode, owner, sha256, or absent), and
+snapshots the venv when its installed distributions changed since the last snapshot: `cp -al`
+(hard links, on the venv's own filesystem: pip replaces files, it does not write into them, so
+the snapshot keeps the old ones at almost no cost). restore() puts them all back. Both change
+nothing when the host already matches (a second deploy is a no-op).
+
+The files that hold secrets (`secrets`: the env file with HF_TOKEN, the secret args file with the
+API key) are never copied: the manifest notes only whether each existed. A rollback keeps them as
+they are now, so it never brings back a key that was rotated away (a rotation and a bad args
+change in one deploy: the args go back, the new key stays), and no old key lies in the store. A
+secret file that existed at save and is gone now, or the other way round, refuses the rollback
+before anything changes: the restored launch script passes --config for the secret args file
+exactly when one was there, so it would start the server without its key, or on a file that is
+gone. A manifest kept before (with copies of the secret files) has those copies removed and is
+treated the same.
 """
 from __future__ import annotations
 
@@ -57,7 +67,9 @@ def read_manifest(store: str) -> dict | None:
         return json.load(handle)
 
 
-def _entry(path: str) -> dict:
+def _entry(path: str, secret: bool = False) -> dict:
+    if secret:  # (whether it exists; its content, mode and checksum are not kept)
+        return {"path": path, "secret": True, "absent": not os.path.isfile(path)}
     if not os.path.isfile(path):
         return {"path": path, "absent": True}
     st = os.stat(path)
@@ -73,9 +85,21 @@ def _copy(src: str, dst: str, entry: dict) -> None:
     os.replace(tmp, dst)
 
 
-def save(store: str, files: list[str], venv: str | None, check: bool = False) -> dict:
-    """Keep files and the venv as the last good configuration. Returns {changed, files, venv}."""
-    entries = [_entry(p) for p in files]
+def _drop_secret_copies(store: str, secrets: set[str]) -> None:
+    """Remove copies of secret files an older save kept in the store."""
+    for path in secrets:
+        try:
+            os.remove(os.path.join(store, _saved_name(path)))
+        except FileNotFoundError:
+            pass
+
+
+def save(store: str, files: list[str], venv: str | None, check: bool = False,
+         secrets: list[str] | tuple[str, ...] = ()) -> dict:
+    """Keep files and the venv as the last good configuration; of the files in secrets only
+    whether they exist. Returns {changed, files, venv}."""
+    secret = set(secrets or ())
+    entries = [_entry(p, p in secret) for p in files]
     old = read_manifest(store) or {}
     fingerprint = venv_fingerprint(venv) if venv else None
     snapshot = f"{venv.rstrip('/')}.last-good" if venv else None
@@ -84,11 +108,14 @@ def save(store: str, files: list[str], venv: str | None, check: bool = False) ->
     before = {o["path"]: o for o in old.get("files", [])}
     files_changed = [e["path"] for e in entries if before.get(e["path"]) != e]
     changed = bool(files_changed or venv_changed or set(before) != set(files))
+    stale = bool(secret) and any(os.path.exists(os.path.join(store, _saved_name(p))) for p in secret)
+    changed = changed or stale
     if changed and not check:
         os.makedirs(store, mode=0o700, exist_ok=True)
         os.chmod(store, 0o700)
+        _drop_secret_copies(store, secret)
         for entry in entries:
-            if not entry.get("absent"):
+            if not entry.get("absent") and not entry.get("secret"):
                 _copy(entry["path"], os.path.join(store, _saved_name(entry["path"])), entry)
         if venv_changed and fingerprint:
             if os.path.isdir(snapshot):
@@ -104,17 +131,35 @@ def save(store: str, files: list[str], venv: str | None, check: bool = False) ->
     return {"changed": changed, "files": files_changed, "venv": venv_changed}
 
 
-def restore(store: str, check: bool = False) -> dict:
-    """Put the last good files and venv back. Returns {changed, files, venv, saved_at}."""
+def restore(store: str, check: bool = False, secrets: list[str] | tuple[str, ...] = ()) -> dict:
+    """Put the last good files and venv back, the secret files (secrets, and those the manifest
+    marks) left as they are now. Returns {changed, files, venv, saved_at, kept}."""
     manifest = read_manifest(store)
     if not manifest:
         raise LastGoodError(
             f"no last good configuration on this host ({store}/{MANIFEST} is missing): one is kept after "
             "each start that passes the health wait (deploy.yml or restart.yml); deploy a working "
             "configuration instead")
-    restored = []
+    secret = set(secrets or ()) | {e["path"] for e in manifest["files"] if e.get("secret")}
     for entry in manifest["files"]:
         path = entry["path"]
+        if path in secret and bool(entry.get("absent")) == os.path.isfile(path):
+            then, now = ("absent", "present") if entry.get("absent") else ("present", "absent")
+            raise LastGoodError(
+                f"{path} holds secrets (the API key, the other secret args, HF_TOKEN) and a rollback keeps it as it "
+                f"is now; it was {then} in the last good configuration (kept at {manifest.get('saved_at')}) and is "
+                f"{now} now, so the restored launch script would start the server "
+                f"{'without its API key' if now == 'present' else 'on a secret args file that is gone'}. Nothing was "
+                "changed. Deploy a working configuration with deploy.yml (sglang_server_api_key, "
+                "sglang_server_secret_args as they should be) instead")
+    if not check:
+        _drop_secret_copies(store, secret)
+    restored, kept = [], []
+    for entry in manifest["files"]:
+        path = entry["path"]
+        if path in secret:
+            kept.append(path)
+            continue
         if entry.get("absent"):
             if os.path.exists(path):
                 restored.append(path)
@@ -135,4 +180,4 @@ def restore(store: str, check: bool = False) -> dict:
             shutil.rmtree(venv["path"])
         subprocess.run(["cp", "-al", venv["snapshot"], venv["path"]], check=True)  # noqa: S603, S607
     return {"changed": bool(restored or venv_restored), "files": restored, "venv": venv_restored,
-            "saved_at": manifest.get("saved_at")}
+            "saved_at": manifest.get("saved_at"), "kept": kept}

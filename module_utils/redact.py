@@ -56,8 +56,9 @@ def redact(data: Any) -> Any:
 
 # name=value (ServerArgs repr, logfmt), name: value (YAML, JSON with quoted name), --name value
 # and --name=value (command lines). The value: a quoted string, else up to a space, comma or
-# closing bracket.
-_VALUE = r"""(?P<value>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^\s,)\]}]+)"""
+# closing bracket - not an opening one: a nested object ("server_info": {"api_key": ...}) is no
+# value of its own, the names inside it are matched one by one.
+_VALUE = r"""(?P<value>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|(?![{\[])[^\s,)\]}]+)"""
 _ASSIGNMENT = re.compile(
     r"""(?P<lead>(?<![\w#-])(?P<flag>--)?["']?(?P<name>[A-Za-z][\w.-]*)["']?"""
     r"""(?:\s*[=:]\s*|(?(flag)\s+|(?!))))""" + _VALUE)
@@ -73,12 +74,40 @@ def _replace(match: re.Match) -> str:
     return f"{match.group('lead')}{quote}{REDACTED}{quote}"
 
 
+# An HTTP bearer credential wherever it is written: a header (``Authorization: Bearer k``), a
+# client's echo of its --header list (``header=['Authorization: Bearer k']``), a curl line.
+_BEARER = re.compile(r"(?i)(?P<lead>\bbearer\s+)(?P<token>[A-Za-z0-9._~+/=:-]+)")
+# (a value that is a number, a constant or already redacted is no secret to look for elsewhere)
+_NOT_A_VALUE = re.compile(r"^(?:[-+\d.eE]+|None|null|true|false|True|False|\*+)$")
+
+
+def _found_values(text: str) -> set[str]:
+    """The values of the secret-named assignments in text (at least 6 characters, not a number or
+    a constant): a key the text names once (``"api_key": "k"``) is then found where it stands
+    under an innocent name (``"tag": "k"``) too."""
+    found = set()
+    for match in _ASSIGNMENT.finditer(text):
+        if not is_secret_name(match.group("name")):
+            continue
+        value = match.group("value")
+        if value[:1] in "'\"" and value[-1:] == value[:1]:
+            value = value[1:-1]
+        if len(value) >= 6 and not _NOT_A_VALUE.match(value):
+            found.add(value)
+    return found
+
+
 def redact_text(text: str | None, values: Any = ()) -> str:
     """text with the value of every secret-named assignment (``api_key='k'``,
-    ``"admin_api_key": "k"``, ``--api-key k``, ``HF_TOKEN=k``) replaced by REDACTED, and every
-    occurrence of the given secret values too (those of at least 4 characters)."""
-    out = _ASSIGNMENT.sub(_replace, text or "")
-    for value in sorted({str(v) for v in values or () if v and len(str(v)) >= 4}, key=len, reverse=True):
+    ``"admin_api_key": "k"``, ``--api-key k``, ``HF_TOKEN=k``) replaced by REDACTED, every
+    ``Bearer <token>`` too, and - by value - every occurrence of the given secret values (those of
+    at least 4 characters: the API key, the admin key, the HF token the caller knows) and of the
+    values the text itself gives a secret name, wherever they stand."""
+    text = text or ""
+    known = {str(v) for v in values or () if v and len(str(v)) >= 4} | _found_values(text)
+    out = _ASSIGNMENT.sub(_replace, text)
+    out = _BEARER.sub(lambda m: m.group("lead") + REDACTED if m.group("token") != REDACTED else m.group(0), out)
+    for value in sorted(known, key=len, reverse=True):
         out = out.replace(value, REDACTED)
     return out
 

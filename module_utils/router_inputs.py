@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ansible.module_utils.multinode import MultinodeError, init_addr, node_rank, positive_int
+from ansible.module_utils.redact import is_loopback
 
 # flags the role sets from its own variables (sglang_router_host, _port, ...)
 MANAGED_FLAGS = ("worker-urls", "policy", "host", "port", "prometheus-host", "prometheus-port", "api-key")
@@ -65,13 +66,33 @@ def worker_candidates(settings: Mapping[str, Any]) -> list[str]:
     urls = settings.get("worker_urls") or []
     if urls:
         return [re.sub(r"/$", "", str(url)) for url in urls]
+    return [worker["url"] for worker in worker_hosts(settings)]
+
+
+def worker_hosts(settings: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The inventory hosts behind the candidate workers ({host, url, port}), in the same order;
+    [] with sglang_router_worker_urls (hosts the inventory may not hold). Before the router sends
+    its key to a worker, the role checks on that host that its server holds the port."""
+    if settings.get("worker_urls"):
+        return []
     out = []
     for worker in settings.get("workers") or []:
         if _is_extra_rank(worker):
             continue
         name = str(worker.get("name"))
         address = str(worker.get("worker_address") or worker.get("ansible_host") or name)
-        out.append("http://" + init_addr(address, _port(worker.get("port")) or SERVER_PORT))
+        port = _port(worker.get("port")) or SERVER_PORT
+        out.append({"host": name, "url": "http://" + init_addr(address, port), "port": port})
+    return out
+
+
+def _plain_http_workers(urls: Sequence[str]) -> list[str]:
+    """The worker URLs over plain http to another host: a key sent there crosses the network readable."""
+    out = []
+    for url in urls:
+        match = re.match(r"^http://(\[[^\]]+\]|[^:/]+)", str(url))
+        if match and not is_loopback(match.group(1)):
+            out.append(str(url))
     return out
 
 
@@ -146,6 +167,13 @@ def check_router_inputs(settings: Mapping[str, Any]) -> list[str]:
             problems.append(
                 f"sglang_router_extra_args: {', '.join(secret)} looks secret and would be on the router's command "
                 "line: the worker key is sglang_router_api_key")
+    if not problems and s.get("has_api_key") and not s.get("allow_key_over_http"):
+        plain = _plain_http_workers(worker_candidates(s))
+        if plain:
+            problems.append(
+                f"sglang_router_api_key would go from the router to {', '.join(plain)} over plain http, where anyone on "
+                "the path reads it: serve the workers over https (sglang_router_worker_urls: https://...), or set "
+                "sglang_allow_key_over_http: true on a network you trust")
     host = s.get("host")
     if host not in LOOPBACK and not s.get("has_api_key") and not s.get("allow_unauthenticated"):
         problems.append(

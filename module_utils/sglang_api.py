@@ -14,16 +14,25 @@ from ansible.module_utils.redact import redact
 from ansible.module_utils.urls import open_url
 
 SERVER_INFO_ENDPOINTS = ("/server_info", "/get_server_info")  # the second for servers < 0.4.7
+# The paths SGLang serves without a key even when api_key is set (decide_request_auth, by prefix):
+# sglang/srt/utils/auth.py:100 in 0.5.10.post1 and 0.5.11 (/health, /metrics), :102-104 in 0.5.23
+# (/health, /ready, /metrics). /server_info is a normal endpoint: it needs the key.
+KEYLESS_PREFIXES = ("/health", "/metrics")
+
+
+def needs_key(path: str) -> bool:
+    """Whether SGLang asks a key for path (every release's rule: not for /health*, /metrics*)."""
+    return not str(path or "").startswith(KEYLESS_PREFIXES)
 
 
 def _headers(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
-def probe(url: str, api_key: str | None = None, timeout: float = 5) -> bool:
+def probe(url: str, api_key: str | None = None, timeout: float = 5, validate_certs: bool = True) -> bool:
     """True when url answers 200; connection refused, 503 while starting, timeouts: False."""
     try:
-        response = open_url(url, headers=_headers(api_key), timeout=timeout, validate_certs=False)
+        response = open_url(url, headers=_headers(api_key), timeout=timeout, validate_certs=validate_certs)
         return response.getcode() == 200
     except Exception:
         return False
@@ -45,14 +54,16 @@ def summarize(info: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def server_info(base_url: str, api_key: str | None = None, timeout: float = 10) -> tuple[str, Any]:
+def server_info(base_url: str, api_key: str | None = None, timeout: float = 10,
+                validate_certs: bool = True) -> tuple[str, Any]:
     """(endpoint, response) from /server_info, else /get_server_info, secrets redacted.
     Raises RuntimeError naming every endpoint's error when none answers."""
     base = base_url.rstrip("/")
     errors = []
     for endpoint in SERVER_INFO_ENDPOINTS:
         try:
-            response = open_url(base + endpoint, headers=_headers(api_key), timeout=timeout, validate_certs=False)
+            response = open_url(base + endpoint, headers=_headers(api_key), timeout=timeout,
+                                validate_certs=validate_certs)
             return endpoint, redact(json.loads(response.read()))
         except Exception as exc:  # 404 on old servers, connection errors: try the next, report all
             errors.append(f"{endpoint}: {exc}")

@@ -6,6 +6,8 @@ answers /readiness on this machine (on a free port); the server's port is the ha
 NO_SERVER_PORT, where nothing answers. The run's events (ansible-runner) give each dry run's
 command lines."""
 import json
+import os
+import sys
 
 import pytest
 from harness import BASE_VARS, NO_SERVER_PORT, REPO, check_no_server, playbook_run
@@ -25,7 +27,10 @@ def test_a_benchmark_after_one_through_the_router_goes_to_the_server(tmp_path, j
     inventory.write_text(json.dumps({"all": {"children": {
         "sglang_servers": {"hosts": {"gpu-vm": server}},
         "sglang_routers": {"hosts": {"router-1": {
-            "ansible_connection": "local", "sglang_router_address": "127.0.0.1", "sglang_router_port": router}}}}}}))
+            "ansible_connection": "local", "sglang_router_address": "127.0.0.1", "sglang_router_port": router,
+            # (no systemd: the router is json_server's, a thread of this test process, which is
+            # checked to hold the router's port before the key goes there: a module on router-1)
+            "sglang_router_main_pid": os.getpid(), "ansible_python_interpreter": sys.executable}}}}}}))
     playbook = tmp_path / "router-then-server.yml"
     bench = REPO / "playbooks" / "benchmark.yml"
     playbook.write_text(json.dumps([

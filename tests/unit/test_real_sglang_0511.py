@@ -8,6 +8,7 @@ misreads the real server fails here."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import statistics
 from pathlib import Path
@@ -215,7 +216,8 @@ def test_server_info_cuda_graph_max_bs_reads_256_while_c_captured_up_to_16():
 def test_sglang_server_info_module_on_the_real_response(run_module, json_server):
     info = data("B-server_info.json")
     port = json_server({"/server_info": info})
-    result = run_module(sglang_server_info, url=f"http://127.0.0.1:{port}")
+    # (json_server answers from this process: the "server" whose port the module checks first)
+    result = run_module(sglang_server_info, url=f"http://127.0.0.1:{port}", pid=os.getpid())
     assert result["rc_exit"] == 0 and result["endpoint"] == "/server_info"
     assert result["effective_max_running_requests"] == 4096 and result["server_args"]["max_running_requests"] == 8192
     assert result["max_total_num_tokens"] == scheduler_line("B")["max_total_num_tokens"]

@@ -1,5 +1,7 @@
 """module_utils.redact: which names hold secrets, and their values kept out of data and text."""
 
+import json
+
 import pytest
 from ansible.module_utils.redact import (
     REDACTED,
@@ -123,3 +125,49 @@ def test_wide_bind_without_a_key_is_refused_unless_allowed(host, key, allow, ref
     assert bool(problems) is refused
     if refused:
         assert "sglang_server_api_key" in problems[0] and "sglang_server_allow_unauthenticated" in problems[0]
+
+
+# --- by value: Bearer tokens, the known secrets, a key the text names once -----------------------
+FIXTURES = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@pytest.mark.parametrize("text", [
+    "Authorization: Bearer sk-hdr-0001",
+    "header=['Authorization: Bearer sk-hdr-0001']",  # bench_serving's argument echo (its --header)
+    'curl -H "authorization: bearer sk-hdr-0001" http://127.0.0.1:30000/v1/models',
+    '{"headers": {"Authorization": "Bearer sk-hdr-0001"}}',
+])
+def test_a_bearer_token_is_redacted_wherever_it_is_written(text):
+    out = redact_text(text)
+    assert "sk-hdr-0001" not in out and f"{REDACTED}" in out
+    assert "Bearer" in out or "bearer" in out  # (the scheme stays: a reader sees a key was there)
+
+
+def test_a_key_the_real_client_output_names_once_is_found_under_an_innocent_name():
+    """The 0.5.23 client's result line embeds the server's /server_info (api_key included); the
+    same key written under another name elsewhere goes too."""
+    line = (FIXTURES / "bench" / "sglang-0.5.23-client.jsonl").read_text()
+    line = line.replace('"server_info": {', '"server_info": {"api_key": "sk-embedded-2718", ', 1)
+    line = line.replace('"tag": null', '"tag": "run with sk-embedded-2718"', 1)
+    out = json.loads(redact_text(line))
+    assert out["server_info"]["api_key"] == REDACTED and out["tag"] == f"run with {REDACTED}"
+    original = json.loads(line)
+    assert {k: v for k, v in out.items() if k not in ("server_info", "tag")} == {
+        k: v for k, v in original.items() if k not in ("server_info", "tag")}
+
+
+def test_the_known_secrets_go_where_no_name_marks_them():
+    stdout = (FIXTURES / "real-sglang-0.5.11" / "bench-A-c8.stdout.txt").read_text()
+    stdout = stdout.replace("tag=None", "tag='hf_known_token_1618'")
+    assert "hf_known_token_1618" in redact_text(stdout)  # (no name says it is a secret)
+    out = redact_text(stdout, values=["hf_known_token_1618", "sk-admin-known-99"])
+    assert "hf_known_token_1618" not in out and f"tag='{REDACTED}'" in out
+    assert out.replace(f"tag='{REDACTED}'", "tag=None") == redact_text(
+        (FIXTURES / "real-sglang-0.5.11" / "bench-A-c8.stdout.txt").read_text())
+
+
+def test_numbers_and_constants_under_secret_names_are_not_hunted_elsewhere():
+    text = '{"max_new_token": 128, "hf_token": null, "api_key": "********", "input_len": 128, "x": "None"}'
+    out = redact_text(text)
+    assert out.count("128") == 1  # max_new_token's number is redacted there, the input_len's stays
+    assert '"input_len": 128' in out and '"x": "None"' in out

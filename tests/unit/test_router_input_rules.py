@@ -12,11 +12,29 @@ from ansible.module_utils.router_inputs import check_router_inputs, worker_candi
 REQUIREMENTS = Path(__file__).resolve().parents[2] / "roles/sglang_router/files/requirements-smg-1.13.0.txt"
 SOUND = {"version": "1.13.0", "requirements": str(REQUIREMENTS), "port": 30080, "prometheus_port": 29000,
          "worker_urls": [], "workers_group": "sglang_servers", "workers": [{"name": "w1"}, {"name": "w2"}], "min_workers": 1,
-         "extra_args": {}, "host": "0.0.0.0", "has_api_key": True, "allow_unauthenticated": False}
+         "extra_args": {}, "host": "0.0.0.0", "has_api_key": True, "allow_unauthenticated": False,
+         # (the workers are http:// on other hosts: their key crosses the network, allowed here)
+         "allow_key_over_http": True}
 
 
 def test_the_defaults_with_a_key_and_a_group_are_sound():
     assert check_router_inputs(SOUND) == []
+
+
+def test_the_key_does_not_go_to_a_worker_of_another_host_over_http_unless_allowed():
+    problems = check_router_inputs({**SOUND, "allow_key_over_http": False})
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("sglang_router_api_key would go from the router to http://w1:30000, "
+                                  "http://w2:30000 over plain http")
+    assert "sglang_allow_key_over_http: true" in problems[0] and "https://" in problems[0]
+    strict = {**SOUND, "allow_key_over_http": False, "workers": []}
+    # https, a worker on the router's own host, or no key at all: nothing crosses readable
+    assert check_router_inputs({**strict, "worker_urls": ["https://10.0.0.5:30000", "http://127.0.0.1:30001",
+                                                          "http://[::1]:30002"]}) == []
+    assert check_router_inputs({**strict, "worker_urls": ["http://10.0.0.5:30000"], "has_api_key": False,
+                                "host": "127.0.0.1"}) == []
+    assert "http://10.0.0.5:30000 over plain http" in check_router_inputs(
+        {**strict, "worker_urls": ["https://10.0.0.6:30000", "http://10.0.0.5:30000"]})[0]
 
 
 @pytest.mark.parametrize(("change", "expected"), [
@@ -103,5 +121,11 @@ def test_the_module_returns_the_candidates_or_fails_with_every_problem(run_modul
     result = run_module(sglang_router_inputs, settings={**SOUND, "workers": REPLICAS + TWO_NODE})
     assert result["rc_exit"] == 0 and result["changed"] is False
     assert result["candidates"] == ["http://10.0.0.1:30000", "http://10.0.0.2:30001", "http://10.0.1.1:30000"]
+    # (the hosts behind them, where the role checks each server holds its port before the key goes there)
+    assert result["worker_hosts"] == [{"host": "gpu-1", "url": "http://10.0.0.1:30000", "port": 30000},
+                                      {"host": "gpu-2", "url": "http://10.0.0.2:30001", "port": 30001},
+                                      {"host": "gpu-a1", "url": "http://10.0.1.1:30000", "port": 30000}]
+    explicit = run_module(sglang_router_inputs, settings={**SOUND, "worker_urls": ["https://10.0.0.5:30000"]})
+    assert explicit["candidates"] == ["https://10.0.0.5:30000"] and explicit["worker_hosts"] == []
     failed = run_module(sglang_router_inputs, settings={**SOUND, "workers": [], "port": 0})
     assert failed["rc_exit"] == 1 and "candidates" not in failed and len(failed["problems"]) == 2

@@ -106,7 +106,7 @@ def test_a_server_of_another_process_is_not_readiness(capsys, standin):
     finally:
         other.kill()
     assert result["failed"] is True and result["failure_kind"] == "foreign_server", result
-    assert f"pid {proc.pid} (" in result["failure_line"] and "sglang_standin.launch_server" in result["failure_line"]
+    assert f"pid {proc.pid}, user " in result["failure_line"] and "sglang_standin.launch_server" in result["failure_line"]
     assert f"not process {other.pid}'s current invocation" in result["failure_line"]
     assert waited < 5
 
@@ -120,7 +120,7 @@ def test_port_check_names_the_process_that_holds_the_port(capsys, standin):
     finally:
         other.kill()
     assert result["failed"] is True and result["failure_kind"] == "port_held"
-    assert f"port {port} is held by pid {proc.pid} (" in result["msg"] and "The server was not restarted" in result["msg"]
+    assert f"port {port} is held by pid {proc.pid}, user " in result["msg"] and "The server was not restarted" in result["msg"]
     # The watched process itself may hold it (the running server before its own restart).
     result = run_health(capsys, state="port", url=f"http://127.0.0.1:{port}", pid=proc.pid)
     assert result.get("failed") is not True and result["holders"] == []
@@ -202,3 +202,70 @@ def test_a_traceback_then_the_process_gone_is_a_failure(capsys, tmp_path):
     assert result["failure_kind"] == "traceback" and result["failure_line"] == HARMONY
     assert result["unit_state"] == f"process {proc.pid} exited"
     assert waited < 15
+
+
+# --- who may hold the port, and which request gets the key ---------------------------------------
+SQUATTER = Path(__file__).resolve().parents[1] / "integration" / "squatter.py"
+KEY = "sk-health-owner-4711"
+
+
+@pytest.fixture
+def recorder(tmp_path):
+    """A listener that records each request's headers (tests/integration/squatter.py): (port, proc, requests())."""
+    port = free_port()
+    log = tmp_path / "requests.jsonl"
+    proc = subprocess.Popen([sys.executable, str(SQUATTER), str(port), str(log)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+
+    def requests():
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+    yield port, proc, requests
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_the_owner_check_refuses_a_foreign_listener_by_name_and_sends_it_nothing(capsys, recorder):
+    port, proc, requests = recorder
+    unit = subprocess.Popen(["sleep", "60"])  # the unit's main process, which never bound the port
+    try:
+        result = run_health(capsys, state="owner", url=f"http://127.0.0.1:{port}", pid=unit.pid)
+    finally:
+        unit.kill()
+        unit.wait()
+    assert result["failed"] is True and result["failure_kind"] == "foreign_server"
+    assert result["msg"].startswith(f"refused: the server on port {port} is pid {proc.pid}, user ")
+    assert f"squatter.py {port} " in result["msg"] and f"not process {unit.pid}. It got no API key" in result["msg"]
+    assert requests() == []
+    # Its own listener passes; a free port too, with nothing to judge.
+    result = run_health(capsys, state="owner", url=f"http://127.0.0.1:{port}", pid=proc.pid)
+    assert result.get("failed") is not True and result["listening"] is True and len(result["unit_holders"]) == 1
+    result = run_health(capsys, state="owner", url=f"http://127.0.0.1:{free_port()}", unit="never-asked.service")
+    assert result.get("failed") is not True and result["listening"] is False
+
+
+def test_the_health_endpoint_gets_no_key_and_a_guarded_one_only_from_the_owner(capsys, recorder):
+    port, proc, requests = recorder
+    url = f"http://127.0.0.1:{port}"
+    result = run_health(capsys, url=url, pid=proc.pid, api_key=KEY, timeout=10, interval=0.2)
+    assert result["ready"] is True
+    ((method, path, headers),) = [(r["method"], r["path"], r["headers"]) for r in requests()]
+    assert (method, path) == ("GET", "/health_generate") and "Authorization" not in headers
+    # An endpoint SGLang guards with the key (not /health*): the key goes, to the owner only.
+    result = run_health(capsys, url=url, endpoint="/v1/models", pid=proc.pid, api_key=KEY, timeout=10, interval=0.2)
+    assert result["ready"] is True and requests()[-1]["headers"]["Authorization"] == f"Bearer {KEY}"
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        result = run_health(capsys, url=url, endpoint="/v1/models", pid=other.pid, api_key=KEY, timeout=10,
+                            interval=0.2)
+    finally:
+        other.kill()
+        other.wait()
+    assert result["failed"] is True and result["failure_kind"] == "foreign_server"
+    assert len(requests()) == 2  # the foreign owner was found before the keyed probe: nothing sent
+
+
+def test_a_local_url_needs_the_unit_or_the_pid(capsys):
+    result = run_health(capsys, url=f"http://127.0.0.1:{free_port()}", timeout=5)
+    assert result["failed"] is True
+    assert result["msg"].startswith("sglang_health needs unit (the server's systemd unit) or pid (its main process)")

@@ -41,8 +41,11 @@ def records(run_id):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def server_args(host):
-    out = subprocess.run(["podman", "exec", host, "curl", "-sf", "-H", "Authorization: Bearer molecule-faults-key-0123",
+KEY = "molecule-faults-key-0123"
+
+
+def server_args(host, key=KEY):
+    out = subprocess.run(["podman", "exec", host, "curl", "-sf", "-H", f"Authorization: Bearer {key}",
                           "http://127.0.0.1:30000/server_info"], capture_output=True, text=True, check=False)
     return json.loads(out.stdout) if out.returncode == 0 else None
 
@@ -76,15 +79,25 @@ def test_one_command_restores_the_last_good_configuration(tmp_path):
     script = subprocess.run(["podman", "exec", HOSTS[0], "cat", "/opt/sglang/run_tp8.sh"], capture_output=True,
                             text=True, check=True).stdout
     assert "standin-fault" in script
+    # The key was rotated in the same bad deploy: the rollback must keep the new one.
+    rotated = "molecule-faults-key-rotated-4567"
+    subprocess.run(["podman", "exec", HOSTS[0], "sed", "-i", f"s/{KEY}/{rotated}/", "/etc/sglang/secret-args.yaml"],
+                   check=True)
     started = time.monotonic()
     run = play(tmp_path, "restart.yml", extra={"sglang_rollback": True})
     print(f"rollback took {time.monotonic() - started:.1f} s")
     assert run.rc == 0, run.explain()
     for host in HOSTS:
-        info = server_args(host)
+        info = server_args(host, rotated if host == HOSTS[0] else KEY)
         assert info and info["max_running_requests"] == 128 and not info["standin_settings"]["fault"], info
         restored = run.result("Put the last good configuration back", host)
         assert (host == HOSTS[0]) == ("run_tp8.sh" in " ".join(restored["files"])), restored
+        assert "/etc/sglang/secret-args.yaml" in restored["kept"] and "/etc/sglang/secret-args.yaml" not in restored["files"]
+        # No key at rest in the store of the last good configuration.
+        kept = subprocess.run(["podman", "exec", host, "grep", "-rl", "molecule-faults-key",
+                               "/var/lib/sglang-playbooks/last-good"], capture_output=True, text=True, check=False)
+        assert kept.returncode == 1 and not kept.stdout, kept.stdout
+    assert server_args(HOSTS[0], KEY) is None  # the rotated-away key is refused
     script = subprocess.run(["podman", "exec", HOSTS[0], "cat", "/opt/sglang/run_tp8.sh"], capture_output=True,
                             text=True, check=True).stdout
     assert "standin-fault" not in script
