@@ -24,7 +24,7 @@ from ansible.module_utils.fleet import (
     fleet_totals,
     missing_reason,
 )
-from ansible.module_utils.result_store import ResultStoreError, RunStore
+from ansible.module_utils.result_store import ResultStoreError, RunStore, check_run_id
 from ansible.module_utils.search_report import pareto_png, search_summary
 from ansible.module_utils.sweep import (
     STANDIN_PACE_MIN,
@@ -62,6 +62,13 @@ options:
     description: The run directory, C(<bench_results_dir>/<run_id>).
     type: path
     required: true
+  run_id:
+    description:
+      - The run's id as the play took it (C(bench_run_id)), checked before anything is read or
+        written (module_utils/result_store.py check_run_id - one directory name, no C(/), no
+        C(..), not empty) and to be the last part of C(results_dir). A run directory that does
+        not exist is never made - a report of a missing run fails.
+    type: str
   title:
     description: First heading of report.md.
     type: str
@@ -534,9 +541,17 @@ def mark_missing(run, records, failed):
 
 def make_report(results_dir, title="SGLang benchmark report", baseline_profile=None,
                 template=None, plots=True, check_mode=False, best_profile_file=False,
-                failed_hosts=None):
-    """Everything the module does, as a function: returns the module result."""
+                failed_hosts=None, run_id=None):
+    """Everything the module does, as a function: returns the module result. run_id: the run id
+    the play took (bench_run_id), checked to be a safe name and results_dir's last part."""
+    if run_id is not None:
+        check_run_id(run_id)
+        if os.path.basename(os.path.normpath(str(results_dir))) != run_id:
+            raise ResultStoreError(f"results_dir {results_dir} is not the directory of run {run_id!r}")
     results_dir = os.path.abspath(results_dir)
+    if not os.path.isdir(results_dir):  # (a report never makes a run directory)
+        raise ResultStoreError(f"no run.json in {results_dir}: is this a run directory "
+                               "(<bench_results_dir>/<run_id>)? Check bench_run_id and bench_results_dir")
     store = RunStore(os.path.dirname(results_dir), os.path.basename(results_dir), create=not check_mode)
     run = store.read_run_json()
     if run is None:
@@ -607,6 +622,7 @@ def main():
     module = AnsibleModule(
         argument_spec={
             "results_dir": {"type": "path", "required": True},
+            "run_id": {"type": "str"},
             "title": {"type": "str", "default": "SGLang benchmark report"},
             "baseline_profile": {"type": "str"},
             "template": {"type": "path", "required": True},
@@ -624,7 +640,7 @@ def main():
     try:
         result = make_report(params["results_dir"], params["title"], params["baseline_profile"],
                              params["template"], params["plots"], module.check_mode,
-                             params["best_profile_file"], failed)
+                             params["best_profile_file"], failed, params["run_id"])
     except (ResultStoreError, ValueError, OSError) as exc:
         module.fail_json(msg=str(exc), results_dir=params["results_dir"])
     for warning in result.pop("warnings"):

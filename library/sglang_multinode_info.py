@@ -36,7 +36,7 @@ options:
     elements: str
     default: []
   server_args:
-    description: The server args (C(tp-size), C(pp-size), C(port) are read).
+    description: The server args (C(tp-size), C(pp-size), C(port) are read; SGLang's aliases of them too).
     type: dict
     default: {}
   dist_init_port:
@@ -98,6 +98,11 @@ gpus_per_node:
   returned: success
   type: int
   sample: 8
+sized_by:
+  description: The args the GPU ranks come from, as written (an alias such as C(tensor-parallel-size) counts as C(tp-size)).
+  returned: success
+  type: str
+  sample: tp-size 16 x pp-size 1
 dist_init_addr:
   description: C(--dist-init-addr), rank 0's address and the port; null for a single node.
   returned: success

@@ -39,6 +39,159 @@ MRR = "max-running-requests"
 _SKIP_DIRS = {"__pycache__", "tests", "test"}  # the package's own tests read fields to check them
 
 
+# SGLang's argparse aliases of the server args: alias -> canonical name, the dash form of the
+# ServerArgs field the parser stores the value in (the name this project checks: tp-size, never
+# tensor-parallel-size). The union over the releases this project reads, each read from the
+# parser itself by parser_aliases() below (tests/unit/test_engine_args.py checks this table against
+# .cache/sglang-sources); every alias means the same field in each release that has it:
+#   0.5.10.post1 sglang/srt/server_args.py:3636 (model), 4092 (tensor-parallel-size), 4099,
+#     4106, 4113, 4524, 4551 (nccl-init-addr), 4765, 4900 (expert-parallel-size, ep)
+#   0.5.11 sglang/srt/server_args.py:4190, 4663, 4670, 4677, 4684, 5116, 5143, 5370, 5557
+#     (add_argument("--tensor-parallel-size", "--tp-size", ...); from_cli_args then sets
+#     args.tp_size = args.tensor_parallel_size, server_args.py:6677; 0.5.10.post1: :5967)
+#   0.5.23 sglang/srt/arg_groups/fields/*.py, Arg(aliases=[...]): parallel.py:36, 49, 56, 63, 77,
+#     87, 108, 116, 285; model.py:55; spec.py:40; exec_.py:659; observability.py:75;
+#     memory.py:100, 249 (arg_utils.py:328 registers cli_name + aliases, dest = the field)
+ARG_ALIASES = {
+    "model": "model-path",
+    "tensor-parallel-size": "tp-size",
+    "pipeline-parallel-size": "pp-size",
+    "data-parallel-size": "dp-size",
+    "expert-parallel-size": "ep-size",
+    "ep": "ep-size",
+    "attention-context-parallel-size": "attn-cp-size",
+    "attention-data-parallel-size": "attn-dp-size",
+    "decode-context-parallel-size": "dcp-size",
+    "moe-data-parallel-size": "moe-dp-size",
+    "nccl-init-addr": "dist-init-addr",
+    "speculative-draft-model": "speculative-draft-model-path",
+    "context-bucket": "cuda-graph-prefill-max-context",
+    "grpc-http-sidecar-port": "smg-http-sidecar-port",
+    "enable-hicache": "enable-hierarchical-cache",
+    "hierarchical-sparse-attention-extra-config": "hisparse-config",
+}
+
+
+def canonical_name(flag: Any) -> str:
+    """The canonical name of a server arg (dash form, no leading dashes): an alias's, else its own."""
+    name = str(flag).lstrip("-")
+    return ARG_ALIASES.get(name, name)
+
+
+def canonical_args(args: Mapping[Any, Any], where: str | None = None) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    """The args under their canonical names, for every check that reads an arg by name (an alias
+    such as tensor-parallel-size is tp-size to SGLang, and must be to the checks too).
+
+    Returns (args by canonical name, {canonical name: the name as written}, problems). where: the
+    variable the args come from (sglang_server_args, sglang_server_profiles.NAME): an arg given
+    twice, under its name and an alias, is a problem naming both; without it (the profile already
+    merged over the args) the later one wins, as the later flag does in SGLang's argparse."""
+    out: dict[str, Any] = {}
+    written: dict[str, str] = {}
+    problems: list[str] = []
+    for key, value in args.items():
+        name = str(key)
+        canonical = canonical_name(name)
+        if canonical in out and where is not None:
+            alias = name if name != canonical else written[canonical]
+            problems.append(
+                f"{where} sets both {written[canonical]!r} and {name!r}, one arg to SGLang ({alias} is its "
+                f"alias of {canonical}): keep one, e.g. {canonical}: {value!r}")
+            continue
+        out.pop(canonical, None)  # (the later one wins, in the later one's place)
+        out[canonical] = value
+        written[canonical] = name
+    return out, written, problems
+
+
+def _aliases_of_call(node: ast.Call, fields: set[str]) -> tuple[str, list[str]] | None:
+    """add_argument("--a", "--b", ...): (canonical, [aliases]); the canonical option is the one
+    whose dest form is a declared field (argparse's dest is the first's otherwise)."""
+    longs = [s.lstrip("-") for s in (_const_str(a) for a in node.args) if s and s.startswith("--")]
+    if len(longs) < 2:
+        return None
+    dest = next((_const_str(k.value) for k in node.keywords if k.arg == "dest"), None)
+    canonical = next((o for o in longs if field_name(o) in fields), None) \
+        or next((o for o in longs if dest and field_name(o) == dest), longs[0])
+    return canonical, [o for o in longs if o != canonical]
+
+
+def _aliases_of_field(node: ast.AnnAssign) -> tuple[str, list[str]] | None:
+    """field: A[type, Arg(..., aliases=["--x"], cli_name="--y")] (0.5.14+): (canonical, [aliases])."""
+    if not isinstance(node.target, ast.Name):
+        return None
+    for call in ast.walk(node.annotation):
+        if isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", None)) == "Arg":
+            keywords = {k.arg: k.value for k in call.keywords}
+            aliases = keywords.get("aliases")
+            if not isinstance(aliases, (ast.List, ast.Tuple)):
+                return None
+            cli = _const_str(keywords.get("cli_name"))
+            canonical = (cli or node.target.id.replace("_", "-")).lstrip("-")
+            return canonical, [s.lstrip("-") for s in (_const_str(e) for e in aliases.elts) if s]
+    return None
+
+
+def parser_aliases(package_dir: str) -> dict[str, str]:
+    """SGLang's own alias table, read from an installed (or unpacked) sglang package's parser:
+    alias -> canonical name (dash form). The parser is sglang/srt/server_args.py (add_argument
+    calls with several option strings) and, from 0.5.14, the Arg(aliases=...) of the ServerArgs
+    fields under sglang/srt/arg_groups/."""
+    srt = os.path.join(package_dir, "srt")
+    paths = [os.path.join(srt, "server_args.py")]
+    for root, dirs, files in os.walk(os.path.join(srt, "arg_groups")):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        paths += [os.path.join(root, f) for f in sorted(files) if f.endswith(".py")]
+    trees = []
+    for path in paths:
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as handle:
+                trees.append(ast.parse(handle.read(), filename=path))
+    if not trees:
+        raise ValueError(f"{srt}/server_args.py not found: not an sglang package")
+    fields = {stmt.target.id for tree in trees for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef)
+              for stmt in cls.body if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)}
+    table: dict[str, str] = {}
+    for tree in trees:
+        for node in ast.walk(tree):
+            found = None
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument":
+                found = _aliases_of_call(node, fields)
+            elif isinstance(node, ast.AnnAssign):
+                found = _aliases_of_field(node)
+            if found:
+                table.update({alias: found[0] for alias in found[1]})
+    return table
+
+
+def human_readable_int(value: Any) -> int:
+    """An integer as SGLang's parser takes it for --context-length, --max-total-tokens and
+    --max-prefill-tokens (type=human_readable_int): a plain integer, or SI (k, M, G, T; decimals
+    allowed: 25.6k) or IEC (Ki, Mi, Gi, Ti; integers only) suffixes, case-sensitive, so 32k is
+    32000 and 32Ki 32768 (sglang/srt/utils/common.py:2229 in 0.5.10.post1, :2328 in 0.5.11,
+    :3394 in 0.5.23). ValueError otherwise."""
+    from decimal import Decimal
+
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not an integer")
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)", text)
+    if match:
+        number, suffix = match.groups()
+        if suffix.endswith("i"):
+            if "." in number:
+                raise ValueError(f"{value!r}: decimals are not allowed with IEC suffixes like {suffix}")
+            return int(number) * 2 ** (10 * ("KMGT".index(suffix[0]) + 1))
+        return int(Decimal(number) * 10 ** (3 * ("kMGT".index(suffix) + 1)))
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{value!r} is not an integer (SGLang takes a plain integer, or one with an "
+                         "SI suffix, 32k, or an IEC one, 32Ki)") from None
+
+
 def field_name(flag: str) -> str:
     """The ServerArgs field of a dash-form flag (argparse's dest): max-running-requests ->
     max_running_requests."""

@@ -1,9 +1,42 @@
 """How a module that checks a role's inputs ends: one failure listing every problem, each naming
-the variable and the fix, or success with none. The rules themselves live with each role's checks
-(module_utils/server_inputs.py, module_utils/router_inputs.py)."""
+the variable and the fix, or success with none; and how a message shows a value (shown: a stray
+space visible, a YAML boolean named as one). The rules themselves live with each role's checks
+(module_utils/server_inputs.py, module_utils/router_inputs.py, library/bench_store.py)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+# How YAML 1.1 (Ansible's loader) reads these words unquoted: as booleans, not as the words.
+YAML_TRUE_WORDS = "yes/on/true"
+YAML_FALSE_WORDS = "no/off/false"
+
+
+def shown(value: Any) -> str:
+    """A value as a message shows it: a string quoted as Python's repr quotes it, so that a stray
+    space or tab is visible ('tp-size ', with a note on it); a YAML boolean named as one, since a
+    word written unquoted (yes, no, on, off) reached us as True or False; anything else as repr."""
+    if isinstance(value, bool):
+        words = YAML_TRUE_WORDS if value else YAML_FALSE_WORDS
+        return f"the YAML boolean {value} ({words} unquoted is a boolean, not the word: quote the word you meant)"
+    if isinstance(value, str) and value != value.strip():
+        return f"{value!r} (note the space around it)"
+    return repr(value)
+
+
+
+def yaml_boolean_names(names: Any) -> list[str]:
+    """The names of a dict (the profiles') that YAML read as booleans: an unquoted yes/on/true or
+    no/off/false key is True/False in the play, and reaches a module as the JSON key true/false."""
+    return [str(n).lower() for n in (names if isinstance(names, (Mapping, list, tuple)) else [])
+            if isinstance(n, bool) or n in ("true", "false")]
+
+
+def yaml_boolean_profile_problem(variable: str, names: list[str]) -> str:
+    """The message for profiles whose names YAML read as booleans (yaml_boolean_names)."""
+    return (f"{variable} has a profile named {' and '.join(names)}: an unquoted yes/on/true (or no/off/false) "
+            "as a name is a YAML boolean, not the word (and yes: and on: become one profile). Quote the "
+            'name, e.g. "yes": {...}, and the names that refer to it (sglang_profile, bench_profiles)')
 
 
 def finish(module: Any, subject: str, problems: list[str]) -> None:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping, Sequence
 
+from ansible.module_utils.engine_args import canonical_args
+
 #: Flags this rule sets; a server args dict that sets them is refused (they differ per node).
 MANAGED_FLAGS = ("nnodes", "node-rank", "dist-init-addr", "nccl-init-addr")
 #: Environment naming the inter-node interface (NCCL's sockets, Gloo's CPU groups).
@@ -78,21 +80,25 @@ def plan(host: str, nnodes: object, nodes: Sequence[str], server_args: Mapping[s
     order (sglang_server_nodes); server_args: the server args (tp-size, pp-size, port);
     dist_init_port: sglang_server_dist_init_port; addresses: node -> the address the others
     reach it at (only rank 0's is used); ifnames: node -> its inter-node interface.
+    SGLang's aliases count as the arg they stand for (tensor-parallel-size is tp-size:
+    module_utils/engine_args.py); the messages and sized_by name the args as written.
     Raises MultinodeError naming the variable and the fix.
     """
     count = positive_int(nnodes, "sglang_server_nnodes")
-    managed = [flag for flag in MANAGED_FLAGS if flag in server_args]
+    server_args, written, _ = canonical_args(server_args)
+    managed = [written[flag] for flag in MANAGED_FLAGS if flag in server_args]
     if managed:
         raise MultinodeError(
             f"sglang_server_args sets {', '.join(managed)}: remove it; set sglang_server_nnodes "
             "(and sglang_server_dist_init_port) instead, each node's --node-rank and "
             "--dist-init-addr come from its place in the node group (sglang_server_nodes)")
-    tp = positive_int(server_args.get("tp-size", 1), "sglang_server_args tp-size")
-    pp = positive_int(server_args.get("pp-size", 1), "sglang_server_args pp-size")
+    tp_name, pp_name = written.get("tp-size", "tp-size"), written.get("pp-size", "pp-size")
+    tp = positive_int(server_args.get("tp-size", 1), f"sglang_server_args {tp_name}")
+    pp = positive_int(server_args.get("pp-size", 1), f"sglang_server_args {pp_name}")
     ranks = tp * pp
     single = {"nnodes": 1, "node_rank": 0, "rank0": host, "is_rank0": True, "nodes": [host],
-              "gpus_per_node": ranks, "dist_init_addr": None, "dist_init_port": None,
-              "args": {}, "env": {}}
+              "gpus_per_node": ranks, "sized_by": f"{tp_name} {tp} x {pp_name} {pp}",
+              "dist_init_addr": None, "dist_init_port": None, "args": {}, "env": {}}
     if count == 1:
         return single
     if ranks % count:
@@ -137,7 +143,7 @@ def plan(host: str, nnodes: object, nodes: Sequence[str], server_args: Mapping[s
     addr = init_addr(address, port)
     return {
         "nnodes": count, "node_rank": rank, "rank0": rank0, "is_rank0": rank == 0,
-        "nodes": nodes, "gpus_per_node": ranks // count, "dist_init_addr": addr,
+        "nodes": nodes, "gpus_per_node": ranks // count, "sized_by": single["sized_by"], "dist_init_addr": addr,
         "dist_init_host": address, "dist_init_port": port,
         "args": {"nnodes": count, "node-rank": rank, "dist-init-addr": addr},
         "env": {name: ifname for name in IFNAME_VARS},

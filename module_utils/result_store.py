@@ -29,6 +29,7 @@ plan resumes: done_points() says which points to skip.
 from __future__ import annotations
 
 import datetime
+import errno
 import fcntl
 import hashlib
 import json
@@ -41,6 +42,7 @@ from typing import Any
 
 from ansible.module_utils.atomic_file import atomic_write
 from ansible.module_utils.bench_results import dumps_strict, normalize_record
+from ansible.module_utils.input_problems import shown
 from ansible.module_utils.redact import redact, redact_text
 from ansible.module_utils.sweep import plan_signature
 
@@ -56,12 +58,109 @@ class ResultStoreError(Exception):
     """A result-store problem with a message a person can act on."""
 
 
+def check_run_id(run_id: Any) -> str:
+    """The run id (bench_run_id) as a directory name under bench_results_dir, or ResultStoreError:
+    not empty, letters, digits, '.', '_' and '-' only, starting with a letter or a digit, so no
+    '/' and no '..' - never a path that leads out of the result store. The one rule of every
+    playbook that takes a run id (benchmark.yml, tune.yml through bench_store, report.yml through
+    bench_report)."""
+    text = "" if run_id is None or isinstance(run_id, bool) else str(run_id)
+    if not text or not _RUN_ID.match(text) or ".." in text:
+        others = sorted({c for c in text if not (c.isascii() and (c.isalnum() or c in "._-"))})
+        why = (f"it is {shown(run_id)}" if isinstance(run_id, bool) else "it is empty" if not text else
+               "it holds '..'" if ".." in text else "it holds a '/'" if "/" in text else
+               f"it holds {', '.join(map(repr, others))}" if others else f"it starts with {text[0]!r}")
+        raise ResultStoreError(
+            f"bench_run_id {run_id!r} is not a usable directory name ({why}): a run id names one "
+            "directory under bench_results_dir - letters, digits, '.', '_' and '-' only, starting with a "
+            "letter or a digit, no '/' and no '..' (e.g. 20250101T120000Z-1a2b3c); leave it unset for a "
+            "new run")
+    return text
+
+
+def _os_error(path: str, exc: OSError, doing: str) -> ResultStoreError:
+    """A write or read of path that failed, as a message naming the path and the fix (an OSError of
+    a write names no file: [Errno 28] alone)."""
+    if isinstance(exc, IsADirectoryError) or (os.path.isdir(path) and not doing.startswith("create")):
+        why = "it is a directory, where the result store keeps a file: move it aside and run again"
+    elif exc.errno == errno.ENOSPC:
+        why = (f"the disk is full ({exc.strerror}): free space on the disk of bench_results_dir (the one that "
+               "holds this file) and run again with the same bench_run_id to resume")
+    elif exc.errno in (errno.ENOTDIR, errno.EEXIST):
+        why = (f"a file stands where a directory of the result store belongs ({exc.strerror}): move it "
+               "aside and run again")
+    else:
+        why = f"{exc.strerror or exc}: fix it (the permissions, free space) and run again"
+    return ResultStoreError(f"cannot {doing} {path}: {why}. The records written so far are kept; the "
+                            "run resumes where it stopped.")
+
+
+def _write(path: str, data: str | bytes) -> None:
+    """atomic_write, its failure a ResultStoreError naming the path."""
+    try:
+        atomic_write(path, data)
+    except OSError as exc:
+        raise _os_error(path, exc, "write") from exc
+
+
+def _makedirs(path: str) -> None:
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise _os_error(path, exc, "create the directory") from exc
+
+
+def plan_differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """What differs between the plan a run was started with and this one: 'key: OLD then, NEW
+    now' for each key whose value differs (nested dicts key by key, as search.budget), in key
+    order; values as JSON (as run.json keeps them)."""
+    def plain(value: Any) -> Any:
+        return json.loads(dumps_strict(value))
+
+    old = plain(old) if old is not None else {}
+    new = plain(new)
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return [] if old == new else [f"{prefix or 'plan'}: {json.dumps(old)} then, {json.dumps(new)} now"]
+    lines = []
+    for key in sorted(set(old) | set(new), key=str):
+        name = f"{prefix}.{key}" if prefix else str(key)
+        if key not in old:
+            lines.append(f"{name}: not set then, {json.dumps(new[key])} now")
+        elif key not in new:
+            lines.append(f"{name}: {json.dumps(old[key])} then, not set now")
+        elif isinstance(old[key], dict) and isinstance(new[key], dict):
+            lines += plan_differences(old[key], new[key], name)
+        elif old[key] != new[key]:
+            lines.append(f"{name}: {json.dumps(old[key])} then, {json.dumps(new[key])} now")
+    return lines
+
+
+def different_plan_message(run_id: str, path: str, existing: Mapping[str, Any], plan: Any) -> str:
+    """Why a resume with this plan is refused: which keys of the plan differ, old vs new."""
+    if "plan" in existing:
+        diffs = plan_differences(existing.get("plan"), plan)
+        what = "; ".join(diffs) if diffs else "the plans differ only in how their values are typed"
+    else:
+        what = (f"its run.json keeps no plan to compare with, only its signature {existing.get('plan_signature')} "
+                f"(this plan's is {plan_signature(plan or {})})")
+    return (f"bench_run_id {run_id} already holds a run with a different plan in {path} ({what}). A run is "
+            "never overwritten: leave bench_run_id unset for a new run, or use the original plan to resume.")
+
+
 def new_run_id(now: datetime.datetime | None = None) -> str:
     """UTC time plus a short hash: 20250101T120000Z-1a2b3c."""
     now = now or datetime.datetime.now(datetime.UTC)
     salt = f"{now.isoformat()}-{os.getpid()}-{time.monotonic_ns()}-{random.random()}"
     digest = hashlib.sha1(salt.encode("utf-8")).hexdigest()[:6]
     return f"{now:%Y%m%dT%H%M%SZ}-{digest}"
+
+
+def _whole_record(line: bytes) -> bool:
+    """Whether a line is one whole JSON record (a dict), as a complete line of records.jsonl is."""
+    try:
+        return isinstance(json.loads(line.decode("utf-8")), dict)
+    except (UnicodeDecodeError, ValueError):
+        return False
 
 
 def _safe_part(value: Any) -> str:
@@ -72,10 +171,7 @@ class RunStore:
     """One run's directory under results_dir (the bench_results_dir variable)."""
 
     def __init__(self, results_dir: str | os.PathLike[str], run_id: str, create: bool = True) -> None:
-        if not run_id or not _RUN_ID.match(str(run_id)) or ".." in str(run_id):
-            raise ResultStoreError(
-                f"bench_run_id {run_id!r} is not a usable directory name: use letters, "
-                "digits, '.', '_' and '-' only (or leave it unset for a new one)")
+        run_id = check_run_id(run_id)
         self.results_dir = os.path.abspath(os.path.expanduser(str(results_dir)))
         self.run_id = str(run_id)
         self.path = os.path.join(self.results_dir, self.run_id)
@@ -134,13 +230,10 @@ class RunStore:
         if existing is not None and not replace:
             old = existing.get("plan_signature")
             if old != provenance["plan_signature"]:
-                raise ResultStoreError(
-                    f"bench_run_id {self.run_id} already holds a run with a different "
-                    f"plan (signature {old}, this plan {provenance['plan_signature']}) "
-                    f"in {self.path}. A run is never overwritten: leave bench_run_id "
-                    "unset for a new run, or use the original plan to resume.")
+                raise ResultStoreError(different_plan_message(self.run_id, self.path, existing,
+                                                              provenance.get("plan") or {}))
             return False
-        atomic_write(self.run_json_path, dumps_strict(provenance, indent=2) + "\n")  # keeps profile order
+        _write(self.run_json_path, dumps_strict(provenance, indent=2) + "\n")  # keeps profile order
         return True
 
     @property
@@ -148,17 +241,22 @@ class RunStore:
         return os.path.join(self.path, TELEMETRY)
 
     def _append_lines(self, path: str, lines: Iterable[str]) -> str | None:
-        """Append whole lines, flushed and fsynced. A torn tail (a writer killed mid-line, a
-        full disk) is first set aside in PATH.torn-N, so the new lines never glue onto it.
-        Returns the file the torn tail went to, or None. Under an exclusive lock on the file:
-        the hosts of a play append at once, and one host's line being written is no torn tail."""
+        """Append whole lines, flushed and fsynced. A last line without its newline that is a
+        whole JSON record (a hand edit, an editor that drops the final newline) is a record, as
+        _read_lines reads it: it gets its newline and stays. A torn tail (a writer killed
+        mid-line, a full disk: not JSON) is first set aside in PATH.torn-N, so the new lines never
+        glue onto it. Returns the file the torn tail went to, or None. Under an exclusive lock on
+        the file: the hosts of a play append at once, and one host's line being written is no
+        torn tail."""
         moved = None
         try:
             with open(path, "ab+") as handle:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
                 handle.seek(0)
                 data = handle.read()
-                if data and not data.endswith(b"\n"):
+                if data and not data.endswith(b"\n") and _whole_record(data[data.rfind(b"\n") + 1:]):
+                    handle.write(b"\n")  # (a complete record: done on resume, so kept)
+                elif data and not data.endswith(b"\n"):
                     keep = data.rfind(b"\n") + 1
                     number = 1
                     while os.path.exists(f"{path}.torn-{number}"):
@@ -171,9 +269,7 @@ class RunStore:
                 handle.flush()
                 os.fsync(handle.fileno())
         except OSError as exc:
-            raise ResultStoreError(f"cannot append to {path}: {exc.strerror or exc}. Free space "
-                                   "or fix the permissions of bench_results_dir; the records "
-                                   "written so far are kept.") from exc
+            raise _os_error(path, exc, "append to") from exc
         return moved
 
     def append_record(self, record: dict[str, Any]) -> dict[str, Any]:
@@ -195,11 +291,16 @@ class RunStore:
         return len(lines)
 
     def _read_lines(self, path: str) -> list[Any]:
-        """Parsed JSON lines; a torn last line (no newline after it) is left out."""
+        """Parsed JSON lines; a torn last line (no newline after it, not JSON) is left out."""
         if not os.path.exists(path):
             return []
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.read().split("\n")
+        try:
+            with open(path, encoding="utf-8") as handle:
+                lines = handle.read().split("\n")
+        except (OSError, UnicodeDecodeError) as exc:
+            if isinstance(exc, OSError):
+                raise _os_error(path, exc, "read") from exc
+            raise ResultStoreError(f"{path} is not UTF-8 text ({exc}): move it aside and run again") from exc
         items = []
         for number, line in enumerate(lines, 1):
             if not line.strip():
@@ -236,10 +337,10 @@ class RunStore:
         if not safe or safe in (".", ".."):
             raise ResultStoreError(f"log name {name!r} is not a file name")
         folder = os.path.join(self.path, "logs")
-        os.makedirs(folder, exist_ok=True)
+        _makedirs(folder)
         path = os.path.join(folder, safe)
         # (SGLang logs its server_args, api_key included, at startup)
-        atomic_write(path, redact_text(text).rstrip("\n") + "\n")
+        _write(path, redact_text(text).rstrip("\n") + "\n")
         return path
 
     def write_file(self, name: str, data: str | bytes, dry: bool = False) -> bool:
@@ -250,12 +351,17 @@ class RunStore:
         path = os.path.join(self.path, name)
         if isinstance(data, str):
             data = data.encode("utf-8")
-        if os.path.exists(path):
-            with open(path, "rb") as handle:
-                if handle.read() == data:
-                    return False
+        if os.path.isfile(path):
+            try:
+                with open(path, "rb") as handle:
+                    if handle.read() == data:
+                        return False
+            except OSError as exc:
+                raise _os_error(path, exc, "read") from exc
+        if os.path.isdir(path):
+            raise _os_error(path, IsADirectoryError(errno.EISDIR, "Is a directory"), "write")
         if not dry:
-            atomic_write(path, data)
+            _write(path, data)
         return True
 
     def done_points(self) -> set[tuple[Any, Any, Any, Any]]:
@@ -269,12 +375,12 @@ class RunStore:
     def raw_path(self, host: str, profile: str, max_concurrency: int, repeat: int, suffix: str = "txt") -> str:
         """Where to keep a point's raw client output (directories created)."""
         folder = os.path.join(self.path, "raw", _safe_part(host), _safe_part(profile))
-        os.makedirs(folder, exist_ok=True)
+        _makedirs(folder)
         return os.path.join(folder, f"c{max_concurrency}-r{repeat}.{suffix}")
 
     def write_raw(self, record: dict, suffix: str, text: str) -> str:
         """Keep a point's raw client output beside its record; returns its path in the run."""
         path = self.raw_path(record.get("host"), record.get("profile"), record.get("max_concurrency"),
                              record.get("repeat") or 0, suffix)
-        atomic_write(path, text)
+        _write(path, text)
         return os.path.relpath(path, self.path)

@@ -20,6 +20,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ansible.module_utils.engine_args import canonical_args
 from ansible.module_utils.sweep import median
 from ansible.module_utils.tune_search import MRR, REMOVED_KEYS, config_key, next_trial, validate
 
@@ -258,6 +259,7 @@ def _gpus(run: Mapping[str, Any], host: str, args: Mapping[str, Any]) -> int:
     count = facts.get("gpu_count")
     if isinstance(count, int) and count > 0:
         return count
+    args = canonical_args(args)[0]  # (tensor-parallel-size is tp-size: module_utils/engine_args.py)
     try:
         return max(1, int(args.get("tp-size") or 1) * int(args.get("dp-size") or 1))
     except (TypeError, ValueError):

@@ -71,6 +71,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ansible.module_utils.engine_args import canonical_args
 from ansible.module_utils.sweep import capacity, median, plan_points
 
 MRR = "max-running-requests"
@@ -179,8 +180,8 @@ def pool_key(args: Mapping[str, Any]) -> str:
 
 def _dp(args: Mapping[str, Any]) -> int:
     """The DP ranks a start divides max-running-requests among (the limit is reported per rank)."""
-    try:
-        return max(1, int(args.get("dp-size") or 1))
+    try:  # (data-parallel-size, SGLang's alias, is dp-size: module_utils/engine_args.py)
+        return max(1, int(canonical_args(args)[0].get("dp-size") or 1))
     except (TypeError, ValueError):
         return 1
 

@@ -41,15 +41,35 @@ DEPLOY = {
                       "has 8 GPU(s) but the server needs 16 per host (sglang_server_args: tp-size 16"),
     "tp_times_nnodes": ({"sglang_server_args": args(**{"tp-size": 8, "pp-size": 2})}, "needs 16 per host"),
     "unknown_profile": ({"sglang_profile": "fastest"},
-                        "sglang_profile 'fastest' is not defined; known profiles: baseline, tuned, auto"),
+                        "sglang_profile 'fastest' is not defined; known profiles: 'baseline', 'tuned', 'auto'"),
     "sglang_not_in_table": ({"sglang_engine": "sglang", "sglang_version": "0.4.0", "cuda_toolkit_version": "12.8"},
                             "sglang_version 0.4.0 is not in the compatibility table"),
     "cuda13_sglang_on_cuda12": ({"sglang_engine": "sglang", "sglang_version": "0.5.23", "cuda_toolkit_version": "12.8"},
                                 "needs a CUDA 13.0 lane"),
     "unknown_engine": ({"sglang_engine": "vllm"}, "sglang_engine"),
     "port_out_of_range": ({"sglang_server_args": args(port=70000)}, "port 70000 is out of range: use 1-65535"),
-    "port_not_a_number": ({"sglang_server_args": args(port="http")}, "port http is out of range: use 1-65535"),
-    "tp_size_not_a_number": ({"sglang_server_args": args(**{"tp-size": "eight"})}, "tp-size"),
+    "port_not_a_number": ({"sglang_server_args": args(port="http")}, "port 'http' is out of range: use 1-65535"),
+    # (the word itself, never the 0 the int filter makes of it)
+    "tp_size_not_a_number": ({"sglang_server_args": args(**{"tp-size": "eight"})},
+                             'from sglang_server_args tp-size "eight" x pp-size 1'),
+    # SGLang's alias of tp-size (server_args.py: "--tensor-parallel-size", "--tp-size") counts as tp-size
+    "tp_size_alias_too_many_gpus": ({"sglang_server_args": args(**{"tp-size": None, "tensor-parallel-size": 16})},
+                                    "has 8 GPU(s) but the server needs 16 per host (sglang_server_args: "
+                                    "tensor-parallel-size 16 x pp-size 1"),
+    "tp_size_alias_a_word": ({"sglang_server_args": args(**{"tp-size": None, "tensor-parallel-size": "eight"})},
+                             "sglang_server_args tensor-parallel-size must be a positive integer, got 'eight'"),
+    "arg_and_its_alias": ({"sglang_server_args": args(**{"tensor-parallel-size": 8})},
+                          "sglang_server_args sets both 'tp-size' and 'tensor-parallel-size', one arg to SGLang"),
+    "args_a_string": ({"sglang_server_args": "tp-size 8"},
+                      'sglang_server_args must be a dict of flag: value, one server arg a key (e.g. tp-size: 8), '
+                      'got the string "tp-size 8"'),
+    "profile_yaml_boolean": ({"sglang_profile": True},
+                             "sglang_profile is the YAML boolean True (yes/on/true unquoted is a boolean, not the word"),
+    # (a YAML key yes: or on: reaches a module as the JSON key true)
+    "profile_named_yes": ({"sglang_server_profiles": {"true": {"max-running-requests": 8}}},
+                          "sglang_server_profiles has a profile named true: an unquoted yes/on/true"),
+    "profile_with_a_stray_space": ({"sglang_profile": "tuned "},
+                                   "sglang_profile 'tuned ' (note the space around it) is not defined"),
     "mem_fraction_above_one": ({"sglang_server_args": args(**{"mem-fraction-static": 1.2})},
                                "mem-fraction-static 1.2 must be between 0 and 1 exclusive"),
     "mem_fraction_zero": ({"sglang_server_args": args(**{"mem-fraction-static": 0})},
@@ -59,10 +79,10 @@ DEPLOY = {
     "bad_max_running_requests": ({"sglang_server_args": args(**{"max-running-requests": -5})},
                                  "max-running-requests -5 must be a positive integer or auto"),
     "max_running_requests_word": ({"sglang_server_args": args(**{"max-running-requests": "lots"})},
-                                  "max-running-requests lots must be a positive integer or auto"),
-    # (the preflight's spec names its copy of sglang_server_args, gpu_preflight_server_args)
+                                  "max-running-requests 'lots' must be a positive integer or auto"),
     "args_not_a_dict": ({"sglang_server_args": ["model-path", "org/model"]},
-                        "server_args' is of type list and we were unable to convert to dict"),
+                        "sglang_server_args must be a dict of flag: value, one server arg a key (e.g. tp-size: 8), "
+                        'got a list ["model-path", "org/model"]'),
     "env_yaml_boolean": ({"sglang_server_env": {"NCCL_IB_DISABLE": True}},
                          'sglang_server_env.NCCL_IB_DISABLE is the YAML boolean True (yes/no/on/off/true/false '
                          'unquoted), which would be exported as True: quote the value you mean, e.g. NCCL_IB_DISABLE: "1"'),
@@ -97,6 +117,16 @@ DEPLOY = {
                                "sglang_server_env sets HF_TOKEN, which looks secret"),
     "open_bind_without_api_key": ({"sglang_server_args": args(host="0.0.0.0")},
                                   "the server binds 0.0.0.0 (sglang_server_args.host) without an API key"),
+    # a newline would start a line of its own in the unit (ExecStartPre=+ runs as root) or the script
+    "model_path_newline": ({"sglang_server_args": args(**{"model-path": "org/m\nExecStartPre=+/bin/touch /tmp/pwned"})},
+                           "sglang_server_args['model-path'] holds a control character (\\n) in "
+                           "'org/m\\nExecStartPre=+/bin/touch /tmp/pwned': a newline there would end its line"),
+    "env_value_newline": ({"sglang_server_env": {"OMP_NUM_THREADS": "8\nexport LD_PRELOAD=/tmp/x.so"}},
+                          "sglang_server_env.OMP_NUM_THREADS holds a control character (\\n)"),
+    "user_newline": ({"sglang_user": "sglang\nExecStartPre=+/bin/id"},
+                     "sglang_server_user (default: from sglang_user) holds a control character (\\n)"),
+    "state_dir_percent": ({"sglang_server_state_dir": "/var/lib/50%n"},
+                          "sglang_server_state_dir is '/var/lib/50%n', not a plain absolute path (systemd expands %"),
 }
 
 # restart.yml (check mode): the same checks run before the restart.
@@ -140,6 +170,24 @@ def corrupt_records(tmp_path):
     return {"bench_run_id": "corrupt"}
 
 
+def records_a_directory(tmp_path):
+    """A run with this plan whose records.jsonl is a directory."""
+    prepared = corrupt_records(tmp_path)
+    records = tmp_path / "results" / "corrupt" / "records.jsonl"
+    records.unlink()
+    records.mkdir()
+    return prepared
+
+
+def older_plan(tmp_path):
+    """A run started with input_len 1024 and concurrencies [256, 512] (run.json keeps its plan)."""
+    plan = dict(BENCH_PLAN, input_len=1024, concurrencies=[256, 512])
+    run = tmp_path / "results" / "older"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"run_id": "older", "plan": plan, "plan_signature": "0123456789abcdef"}))
+    return {"bench_run_id": "older"}
+
+
 def other_plan(tmp_path):
     run = tmp_path / "results" / "old-run"
     run.mkdir(parents=True)
@@ -171,7 +219,32 @@ SINGLE = {
     "concurrency_negative": ("benchmark.yml", {"sglang_benchmark_concurrencies": [256, -4]}, {}, None,
                              "sglang_benchmark_concurrencies must be a non-empty list of positive integers"),
     "concurrencies_a_string": ("tune.yml", {}, {"sglang_benchmark_concurrencies": "256,512"}, None,
-                               "sglang_benchmark_concurrencies"),
+                               "sglang_benchmark_concurrencies must be a list, got the string '256,512': write it "
+                               "as a YAML list"),
+    "concurrencies_a_string_benchmark": ("benchmark.yml", {"sglang_benchmark_concurrencies": "4,8"}, {}, None,
+                                         "sglang_benchmark_concurrencies must be a list, got the string '4,8'"),
+    "request_rate_a_word": ("benchmark.yml", {"sglang_benchmark_request_rate": "fast"}, {}, None,
+                            "sglang_benchmark_request_rate must be a positive number of requests per second (e.g. 16), "
+                            "or inf to send every request at once (SGLang's default), got 'fast'"),
+    "log_lines_negative": ("benchmark.yml", {"sglang_benchmark_log_lines": -5}, {}, None,
+                           "sglang_benchmark_log_lines (lines of the server's journal kept per sweep, e.g. 400) must be "
+                           "above 0, got -5"),
+    "benchmark_unknown_profile": ("benchmark.yml", {"sglang_profile": "tunde"}, {}, None,
+                                  "sglang_profile 'tunde' is not defined in sglang_server_profiles (known: 'auto', "
+                                  "'baseline', 'tuned'): the benchmark would label its records"),
+    "benchmark_profile_yaml_boolean": ("benchmark.yml", {"sglang_profile": False}, {}, None,
+                                       "sglang_profile is the YAML boolean False (no/off/false unquoted"),
+    "bench_profile_yaml_boolean": ("tune.yml", {"bench_profiles": ["baseline", True]}, {}, None,
+                                   "bench_profiles has the YAML boolean True (yes/on/true unquoted"),
+    "port_not_the_units": ("benchmark.yml", {"sglang_benchmark_server_url": "http://127.0.0.1:1"}, {}, None,
+                           "the client would measure http://127.0.0.1:1 (port 1), but the server's unit listens on "
+                           f"port {BASE_VARS['sglang_server_args']['port']} (sglang_server_args port)"),
+    # SGLang's parser takes 4k for --context-length (human_readable_int): 4000 tokens, not a failure
+    "context_length_with_suffix": ("benchmark.yml", {"sglang_server_args": {**BENCH_ARGS, "context-length": "4k"},
+                                                     "sglang_benchmark_input_len": 3900, "sglang_benchmark_output_len": 200},
+                                   {}, None, "= 4100 tokens is longer than the model's context length (4000)"),
+    "context_length_a_word": ("benchmark.yml", {"sglang_server_args": {**BENCH_ARGS, "context-length": "long"}}, {}, None,
+                              "sglang_server_args['context-length'] must be a number of tokens as SGLang takes it"),
     "concurrency_unbounded": ("benchmark.yml", {"sglang_benchmark_concurrencies": [256, 10000000]}, {}, None,
                               "sglang_benchmark_concurrencies: 10000000 is above 65536"),
     "longer_than_context": ("benchmark.yml", {"sglang_benchmark_input_len": 4000, "sglang_benchmark_output_len": 200},
@@ -182,13 +255,20 @@ SINGLE = {
     "timeout_negative": ("benchmark.yml", {"sglang_benchmark_timeout": -5}, {}, None, "sglang_benchmark_timeout"),
     "plateau_percent": ("benchmark.yml", {"sglang_benchmark_plateau_threshold": "3%"}, {}, None,
                         "sglang_benchmark_plateau_threshold (a fraction, e.g. 0.03 for 3%"),
-    "repeats_word": ("benchmark.yml", {}, {"bench_repeats": "two"}, None, "bench_repeats"),
+    "repeats_word": ("benchmark.yml", {}, {"bench_repeats": "two"}, None, "bench_repeats must be an integer, got 'two'"),
     "repeats_zero": ("tune.yml", {}, {"bench_repeats": 0}, None, "bench_repeats must be above 0"),
-    "unknown_bench_profile": ("tune.yml", {"bench_profiles": ["baseline", "turbo"]}, {}, None, "unknown profile(s) turbo"),
+    "unknown_bench_profile": ("tune.yml", {"bench_profiles": ["baseline", "turbo"]}, {}, None, "unknown profile(s) 'turbo'"),
     "client_location_unknown": ("benchmark.yml", {"sglang_benchmark_client_location": "laptop"}, {}, None,
                                 "sglang_benchmark_client_location must be server, controller or an inventory host"),
+    "client_location_yaml_boolean": ("benchmark.yml", {"sglang_benchmark_client_location": False}, {}, None,
+                                     "sglang_benchmark_client_location must be server, controller or an inventory host "
+                                     "(got false, a YAML boolean: an unquoted yes/no/on/off, quote the word)"),
     "run_id_path": ("benchmark.yml", {}, {"bench_run_id": "../elsewhere"}, None,
-                    "bench_run_id '../elsewhere' is not a usable directory name"),
+                    "bench_run_id '../elsewhere' is not a usable directory name (it holds '..')"),
+    "tune_run_id_path": ("tune.yml", {}, {"bench_run_id": "a/b"}, None,
+                         "bench_run_id 'a/b' is not a usable directory name (it holds a '/')"),
+    "report_run_id_path": ("report.yml", {}, {"bench_run_id": "../outside"}, None,
+                           "bench_run_id '../outside' is not a usable directory name (it holds '..')"),
     "results_dir_unwritable": ("tune.yml", {"bench_results_dir": "/proc/sglpb-results"}, {}, None,
                                "bench_results_dir: cannot create or write /proc/sglpb-results"),
     "results_dir_full": ("benchmark.yml", {}, {}, full_dir, "No space left on device"),
@@ -196,6 +276,11 @@ SINGLE = {
     "results_records_corrupt": ("tune.yml", {}, {}, corrupt_records,
                                 "records.jsonl line 2 is not JSON"),
     "run_id_with_another_plan": ("benchmark.yml", {}, {}, other_plan, "already holds a run with a different plan"),
+    "run_id_with_an_older_plan": ("benchmark.yml", {}, {}, older_plan,
+                                  "/results/older (concurrencies: "
+                                  "[256, 512] then, [256, 512, 1024, 2048] now; input_len: 1024 then, 128 now)"),
+    "results_records_a_directory": ("benchmark.yml", {}, {}, records_a_directory,
+                                    "records.jsonl: it is a directory, where the result store keeps a file: move it aside"),
     "report_without_run_id": ("report.yml", {}, {}, None, "Name the run to report: -e bench_run_id=ID"),
     "report_of_a_missing_run": ("report.yml", {}, {"bench_run_id": "never-ran"}, None, "no run.json in"),
 }
@@ -278,3 +363,11 @@ def test_a_prepared_result_store_is_left_as_it_was(tmp_path):
     assert failure.action == "bench_store", run.explain()
     assert (tmp_path / "results" / "old-run" / "records.jsonl").read_text() == ""
     assert sorted(p.name for p in (tmp_path / "results" / "old-run").iterdir()) == ["records.jsonl", "run.json"]
+
+
+def test_a_report_of_a_run_id_with_dotdot_makes_no_folder_outside_the_results(runs):
+    """report.yml -e bench_run_id=../outside: refused before bench_report makes any directory."""
+    run, _, tmp = runs["report_run_id_path"]
+    assert run.rc != 0, run.explain()
+    assert not (tmp / "outside").exists()
+    assert not (tmp / "results").exists() or not list((tmp / "results").iterdir())

@@ -258,3 +258,22 @@ def test_profiles_are_named_by_what_took_effect(tmp_path):
             "--tp-size 8 --disable-radix-cache`; as the engine ran them: max-running-requests 2048 in effect "
             "(4096 asked); no effect: num-continuous-decode-steps (no code of the installed engine reads it)\n"
             in report)
+
+
+def test_a_run_id_leading_out_of_the_results_is_refused_and_nothing_is_made(tmp_path):
+    """report.yml's -e bench_run_id=../outside: refused before any directory is made (the module
+    used to make <results>/../outside, then fail for want of its run.json)."""
+    results = tmp_path / "results"
+    results.mkdir()
+    with pytest.raises(rs.ResultStoreError, match=r"bench_run_id '\.\./outside' is not a usable directory name "
+                                                  r"\(it holds '\.\.'\)"):
+        bench_report.make_report(str(results / ".." / "outside"), template=TEMPLATE, run_id="../outside")
+    with pytest.raises(rs.ResultStoreError, match="no run.json in"):
+        bench_report.make_report(str(results / "never-ran"), template=TEMPLATE, run_id="never-ran")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results"] and not list(results.iterdir())
+
+
+def test_a_report_file_where_a_directory_stands_names_the_path(design_run):
+    (Path(design_run) / "report.md").mkdir()
+    with pytest.raises(rs.ResultStoreError, match="report.md: it is a directory, where the result store keeps a file"):
+        bench_report.make_report(design_run, template=TEMPLATE, plots=False)

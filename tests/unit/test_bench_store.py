@@ -47,7 +47,7 @@ def ok_record(point, total):
     ({"concurrencies": [256, 0]}, "sglang_benchmark_concurrencies"),
     ({"num_prompts": 100}, "sglang_benchmark_num_prompts"),
     ({"context_len": 200}, "context length"),
-    ({"profiles": ["fast"]}, "unknown profile(s) fast"),
+    ({"profiles": ["fast"]}, "unknown profile(s) 'fast'"),
     ({"repeats": 0}, "bench_repeats"),
     ({"repeats": "two"}, "bench_repeats must be an integer"),
     ({"timeout": 0}, "sglang_benchmark_timeout"),
@@ -62,6 +62,70 @@ def test_validate_refuses_bad_input(tmp_path, change, fragment):
     with pytest.raises((ValueError, ResultStoreError)) as err:
         bench_store.action_validate(params)
     assert fragment in str(err.value)
+
+
+# Each input a user got wrong, through the module as Ansible runs it (its option types too): the
+# message names the play's variable and the value as given, never a module option or a traceback.
+@pytest.mark.parametrize(("change", "message"), [
+    ({"request_rate": "fast"}, "sglang_benchmark_request_rate must be a positive number of requests per second "
+                               "(e.g. 16), or inf to send every request at once (SGLang's default), got 'fast'"),
+    ({"request_rate": 0}, "sglang_benchmark_request_rate must be a positive number"),
+    ({"request_rate": "nan"}, "sglang_benchmark_request_rate must be a positive number"),
+    ({"request_rate": True}, "got the YAML boolean True (yes/on/true unquoted is a boolean, not the word"),
+    ({"log_lines": -5}, "sglang_benchmark_log_lines (lines of the server's journal kept per sweep, e.g. 400) must be "
+                        "above 0, got -5"),
+    ({"log_lines": "many"}, "sglang_benchmark_log_lines (lines of the server's journal kept per sweep, e.g. 400) "
+                            "must be an integer, got 'many'"),
+    ({"concurrencies": "4,8"}, "sglang_benchmark_concurrencies must be a list, got the string '4,8': write it as a "
+                               "YAML list, e.g. sglang_benchmark_concurrencies: [256, 512, 1024, 2048], or on the "
+                               "command line as JSON: -e '{\"sglang_benchmark_concurrencies\": [256, 512, 1024, 2048]}'"),
+    ({"input_len": "long"}, "sglang_benchmark_input_len (tokens per request) must be an integer, got 'long'"),
+    ({"num_prompts": "lots"}, "sglang_benchmark_num_prompts (requests per point; null for 5 x each concurrency) "
+                              "must be an integer, got 'lots'"),
+    ({"repeats": "two"}, "bench_repeats must be an integer, got 'two'"),
+    ({"context_len": "long"}, "sglang_server_args['context-length'] must be a number of tokens as SGLang takes it "
+                              "(4096, 32k, 32Ki), got 'long'"),
+    ({"context_len": "200"}, "= 256 tokens is longer than the model's context length (200)"),
+    ({"profile": "tunde"}, "sglang_profile 'tunde' is not defined in sglang_server_profiles (known: 'baseline', "
+                           "'tuned'): the benchmark would label its records with a profile the server does not run"),
+    ({"profile": "tuned "}, "sglang_profile 'tuned ' (note the space around it) is not defined"),
+    ({"profile": False}, "sglang_profile is the YAML boolean False (no/off/false unquoted is a boolean, not the word"),
+    ({"profiles": ["baseline", True]}, "bench_profiles has the YAML boolean True (yes/on/true unquoted"),
+    ({"profiles": "baseline,tuned"}, "bench_profiles must be a list, got the string 'baseline,tuned'"),
+    ({"profiles": ["baseline", "tuned "]}, "unknown profile(s) 'tuned ' (note the space around it) in bench_profiles"),
+    ({"known_profiles": {"true": {}, "tuned": {}}}, "sglang_server_profiles has a profile named true: an unquoted "
+                                                    "yes/on/true (or no/off/false) as a name is a YAML boolean"),
+    ({"known_profiles": "baseline"}, "sglang_server_profiles must be a dict of profile name: args, got 'baseline'"),
+])
+def test_the_module_refuses_each_wrong_input_naming_the_variable(tmp_path, run_module, change, message):
+    params = {**VALIDATE, "action": "validate", "results_dir": str(tmp_path), "run_id": "", **change}
+    result = run_module(bench_store, **params)
+    assert result["failed"] is True and result["rc_exit"] == 1, result
+    assert message in result["msg"], result["msg"]
+    assert "Traceback" not in json.dumps(result) and "argument '" not in result["msg"]
+    assert not list(tmp_path.iterdir())  # (nothing written: the store is made after the checks)
+
+
+def test_the_module_takes_a_context_length_as_sglang_does(tmp_path, run_module):
+    """SGLang's parser takes 32k for --context-length (human_readable_int: 32000), so does the check."""
+    ok = run_module(bench_store, **{**VALIDATE, "action": "validate", "results_dir": str(tmp_path), "run_id": "",
+                                    "context_len": "32k", "input_len": 31000, "output_len": 1000})
+    assert ok["rc_exit"] == 0, ok
+    over = run_module(bench_store, **{**VALIDATE, "action": "validate", "results_dir": str(tmp_path), "run_id": "",
+                                      "context_len": "32k", "input_len": 31000, "output_len": 1001})
+    assert "= 32001 tokens is longer than the model's context length (32000)" in over["msg"]
+    ok = run_module(bench_store, **{**VALIDATE, "action": "validate", "results_dir": str(tmp_path), "run_id": "",
+                                    "request_rate": "inf", "log_lines": 400, "profile": "tuned", "repeats": "2"})
+    assert ok["rc_exit"] == 0, ok
+
+
+def test_a_refused_resume_names_the_keys_that_differ(tmp_path):
+    params = dict(VALIDATE, results_dir=str(tmp_path), run_id="")
+    bench_store.action_plan(plan_params(tmp_path, "r1", provenance={}, plan={"c": [256, 512], "input_len": 128}))
+    with pytest.raises(ValueError) as err:
+        bench_store.action_validate(dict(params, run_id="r1", plan={"c": [256], "input_len": 128, "seed": 2}))
+    assert (f"bench_run_id r1 already holds a run with a different plan in {tmp_path}/r1 (c: [256, 512] then, "
+            "[256] now; seed: not set then, 2 now)") in str(err.value)
 
 
 def test_validate_new_run_and_plan_guard(tmp_path):
@@ -173,6 +237,21 @@ def test_a_torn_tail_is_set_aside_before_the_next_append(tmp_path):
     assert out["torn"] == str(records) + ".torn-1"
     assert (tmp_path / "r5" / "records.jsonl.torn-1").read_text() == '{"host": "h1", "status": "o'
     assert [r["max_concurrency"] for r in RunStore(str(tmp_path), "r5").records()] == [256, 512]
+
+
+def test_a_last_record_without_its_newline_is_done_and_kept_on_resume(tmp_path):
+    """A hand edit dropped the final newline: the resume does not run the point again, and the
+    next append keeps the record (no torn file, no warning that it runs again)."""
+    params = plan_params(tmp_path, "r5b")
+    points = bench_store.action_plan(params)["points"]["h1"]
+    store_one(tmp_path, "r5b", points[0], ok_record(points[0], 1000))
+    records = tmp_path / "r5b" / "records.jsonl"
+    records.write_bytes(records.read_bytes().rstrip(b"\n"))
+    left = bench_store.action_plan(params)["points"]["h1"]
+    assert [p["max_concurrency"] for p in left] == [p["max_concurrency"] for p in points[1:]]
+    out = store_one(tmp_path, "r5b", left[0], ok_record(left[0], 1500))
+    assert out["torn"] is None and not list((tmp_path / "r5b").glob("*.torn-*"))
+    assert [r["max_concurrency"] for r in RunStore(str(tmp_path), "r5b").records()] == [256, 512]
 
 
 def test_a_corrupt_middle_line_names_the_file(tmp_path):

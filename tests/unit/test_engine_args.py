@@ -177,3 +177,49 @@ def test_the_limit_sglang_chose_itself_is_named_and_is_the_engines_limit():
     capped = engine_args.effective_differences({"max-running-requests": 8192}, answers["B"])
     below = engine_args.effective_differences({"max-running-requests": 16}, answers["C"])
     assert [engine_args.engine_limit(d) for d in (unset, capped, below)] == [4096, None, None]
+
+
+def test_the_alias_table_is_sglangs_own_in_every_release():
+    """ARG_ALIASES, the one alias table of the checks, is the union of what each release's parser
+    declares (its add_argument option strings, from 0.5.14 its fields' Arg(aliases=...)), and no
+    alias means two different args in two releases."""
+    union = {}
+    for release in RELEASES:
+        found = engine_args.parser_aliases(package(release))
+        assert found["tensor-parallel-size"] == "tp-size" and found["model"] == "model-path"
+        for alias, canonical in found.items():
+            assert union.setdefault(alias, canonical) == canonical, (release, alias)
+    assert engine_args.ARG_ALIASES == union
+
+
+def test_an_alias_is_read_as_the_arg_it_stands_for():
+    args, written, problems = engine_args.canonical_args({"model": "m", "tensor-parallel-size": 16, "port": 1})
+    assert args == {"model-path": "m", "tp-size": 16, "port": 1} and problems == []
+    assert written == {"model-path": "model", "tp-size": "tensor-parallel-size", "port": "port"}
+    _, _, problems = engine_args.canonical_args({"tp-size": 8, "tensor-parallel-size": 4}, "sglang_server_args")
+    assert problems == ["sglang_server_args sets both 'tp-size' and 'tensor-parallel-size', one arg to SGLang "
+                        "(tensor-parallel-size is its alias of tp-size): keep one, e.g. tp-size: 4"]
+    merged, written, problems = engine_args.canonical_args({"tp-size": 8, "tensor-parallel-size": 4})
+    assert merged == {"tp-size": 4} and written == {"tp-size": "tensor-parallel-size"} and problems == []
+
+
+# SGLang's human_readable_int docstring examples (sglang/srt/utils/common.py:2229, 0.5.10.post1)
+@pytest.mark.parametrize(("text", "value"), [("1k", 1000), ("1M", 1000000), ("25.6k", 25600), ("1Ki", 1024),
+                                             ("1Mi", 1048576), ("32k", 32000), (" 4096 ", 4096), (8192, 8192)])
+def test_a_number_of_tokens_as_sglangs_parser_takes_it(text, value):
+    assert engine_args.human_readable_int(text) == value
+
+
+@pytest.mark.parametrize("text", ["32K", "1.5Ki", "long", "", True])
+def test_what_sglangs_parser_refuses_is_refused(text):
+    with pytest.raises(ValueError):
+        engine_args.human_readable_int(text)
+
+
+def test_human_readable_int_is_the_one_of_the_releases():
+    """The same rule as each release's own (its source, the suffix table and the pattern)."""
+    for release, line in (("0.5.10.post1", 2229), ("0.5.11", 2328), ("0.5.23", 3394)):
+        source = (SOURCES / release / "sglang" / "srt" / "utils" / "common.py").read_text().splitlines()
+        assert source[line - 1].startswith("def human_readable_int(value: str) -> int:"), release
+        body = "\n".join(source[line - 1:line + 35])
+        assert 'r"(\\d+(?:\\.\\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)"' in body and '"k": 10**3' in body and '"Ki": 2**10' in body

@@ -17,3 +17,12 @@ def test_sound_inputs_succeed_unchanged(run_module):
     result = run_module(sglang_server_inputs, args={"model-path": "m"}, health_timeout=10, health_interval=1,
                         auto_request_tokens=256)
     assert result["changed"] is False and result["problems"] == [] and result["rc_exit"] == 0
+
+
+def test_a_value_is_shown_so_that_a_stray_space_and_a_yaml_boolean_are_visible():
+    from ansible.module_utils.input_problems import shown
+
+    assert shown("tp-size ") == "'tp-size ' (note the space around it)"
+    assert shown("tuned") == "'tuned'" and shown(0) == "0" and shown(None) == "None"
+    assert shown(False) == ("the YAML boolean False (no/off/false unquoted is a boolean, not the word: quote the "
+                            "word you meant)")

@@ -76,3 +76,16 @@ def test_the_module_returns_the_plan_and_fails_with_the_message(run_module):
     bad = run_module(sglang_multinode_info, host="gpu-b", nnodes=3, nodes=NODES, server_args=ARGS,
                      dist_init_port=50000, addresses=ADDRS, ifnames=IFS)
     assert bad["rc_exit"] == 1 and "does not divide" in bad["msg"]
+
+
+def test_sglangs_alias_counts_as_the_arg_it_stands_for():
+    """tensor-parallel-size is tp-size to SGLang's parser: the GPU count (the preflight's) counts it,
+    and the messages name the arg as written."""
+    single = plan("gpu-a", 1, ["gpu-a"], {"model-path": "m", "tensor-parallel-size": 16})
+    assert single["gpus_per_node"] == 16 and single["sized_by"] == "tensor-parallel-size 16 x pp-size 1"
+    assert two("gpu-b", server_args={"tensor-parallel-size": 8, "pipeline-parallel-size": 2})["gpus_per_node"] == 8
+    with pytest.raises(MultinodeError, match="sglang_server_args tensor-parallel-size must be a positive integer, "
+                                             "got 'eight'"):
+        plan("gpu-a", 1, ["gpu-a"], {"tensor-parallel-size": "eight"})
+    with pytest.raises(MultinodeError, match="sglang_server_args sets nccl-init-addr: remove it"):
+        two("gpu-a", server_args={"tp-size": 16, "nccl-init-addr": "10.0.0.1:5000"})

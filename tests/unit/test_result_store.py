@@ -135,3 +135,131 @@ def test_raw_path_is_inside_the_run(tmp_path):
     path = store.raw_path("gpu/1", "tuned", 256, 0)
     assert path == str(tmp_path / "r1" / "raw" / "gpu_1" / "tuned" / "c256-r0.txt")
     assert os.path.isdir(os.path.dirname(path))
+
+
+def test_a_complete_last_record_without_its_newline_is_a_record_and_stays(tmp_path):
+    """A hand edit that drops the final newline: the record counts as done on resume, and the next
+    append gives it its newline instead of moving it aside (where its point would be lost)."""
+    store = rs.RunStore(tmp_path, "r1")
+    store.append_record(record(256))
+    path = tmp_path / "r1" / "records.jsonl"
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    assert store.done_points() == {("h1", "baseline", 256, 0)}
+    store.append_record(record(512))
+    assert store.torn is None and not list(tmp_path.glob("r1/*.torn-*"))
+    assert [r["max_concurrency"] for r in rs.RunStore(tmp_path, "r1").records()] == [256, 512]
+    assert path.read_text().count("\n") == 2 and path.read_text().endswith("\n")
+
+
+def test_a_truly_partial_last_line_is_still_set_aside(tmp_path):
+    store = rs.RunStore(tmp_path, "r1")
+    store.append_record(record(256))
+    with open(store.records_path, "a") as handle:
+        handle.write('{"schema_version": 1, "host": "h1", "max_con')
+    store.append_record(record(512))
+    assert store.torn == store.records_path + ".torn-1"
+    assert (tmp_path / "r1" / "records.jsonl.torn-1").read_text() == '{"schema_version": 1, "host": "h1", "max_con'
+    assert [r["max_concurrency"] for r in store.records()] == [256, 512]
+
+
+def test_a_results_file_that_is_a_directory_names_the_path(tmp_path):
+    store = rs.RunStore(tmp_path, "r1")
+    (tmp_path / "r1" / "records.jsonl").mkdir()
+    for act in (store.records, lambda: store.append_record(record(256))):
+        with pytest.raises(rs.ResultStoreError) as err:
+            act()
+        assert f"{tmp_path}/r1/records.jsonl: it is a directory, where the result store keeps a file: move it " \
+               "aside" in str(err.value)
+    (tmp_path / "r1" / "report.md").mkdir()
+    with pytest.raises(rs.ResultStoreError, match="report.md: it is a directory"):
+        store.write_file("report.md", "# report\n")
+
+
+def _disk_full_after(monkeypatch, room):
+    """Writes through atomic_write and the records' appends fail as a full disk does once `room`
+    bytes are written: what fits is written, then [Errno 28] with no file name."""
+    import builtins
+    import errno
+    left = [room]
+    real_open = builtins.open
+
+    class Full:
+        def __init__(self, handle):
+            self._handle = handle
+
+        def write(self, data):
+            fits = data[:max(left[0], 0)]
+            left[0] -= len(data)
+            self._handle.write(fits)
+            if len(fits) < len(data):
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return len(data)
+
+        def __getattr__(self, name):
+            return getattr(self._handle, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return self._handle.__exit__(*exc)
+
+    def appending(*args, **kwargs):  # (records.jsonl's appends: open(path, "ab+"))
+        handle = real_open(*args, **kwargs)
+        return Full(handle) if "a" in (args[1] if len(args) > 1 else kwargs.get("mode", "r")) else handle
+
+    monkeypatch.setattr(builtins, "open", appending)
+    real_fdopen = os.fdopen  # (atomic_write's temporary file)
+    monkeypatch.setattr(os, "fdopen", lambda *a, **k: Full(real_fdopen(*a, **k)))
+
+
+def test_a_full_disk_names_the_path_and_the_next_run_resumes_complete(tmp_path, monkeypatch):
+    """Room for the store's probe but not a point's files: a clear error naming the file, never a
+    bare [Errno 28]; the point is not recorded as done, and once there is room it is recorded
+    whole (the torn line the full disk left is set aside)."""
+    store = rs.RunStore(tmp_path, "r1")
+    store.append_record(record(256))
+    with monkeypatch.context() as patch:
+        _disk_full_after(patch, 0)
+        with pytest.raises(rs.ResultStoreError) as err:
+            store.write_raw(record(512), "txt", "client output\n")
+    message = str(err.value)
+    assert f"cannot write {tmp_path}/r1/raw/h1/baseline/c512-r0.txt" in message
+    assert "the disk is full (No space left on device): free space on the disk of bench_results_dir" in message
+    assert "run again with the same bench_run_id to resume" in message
+    assert not list(tmp_path.glob("r1/raw/h1/baseline/*"))  # (no half file, no temporary left)
+    with monkeypatch.context() as patch:
+        _disk_full_after(patch, 40)  # half a record line fits
+        with pytest.raises(rs.ResultStoreError, match=f"cannot append to {tmp_path}/r1/records.jsonl: the disk is full"):
+            store.append_record(record(512))
+    again = rs.RunStore(tmp_path, "r1")
+    assert again.done_points() == {("h1", "baseline", 256, 0)}  # the point runs again
+    assert not (tmp_path / "r1" / "records.jsonl.torn-1").exists()
+    again.write_raw(record(512), "txt", "client output\n")
+    again.append_record(record(512))
+    assert again.torn == f"{tmp_path}/r1/records.jsonl.torn-1"
+    assert again.done_points() == {("h1", "baseline", 256, 0), ("h1", "baseline", 512, 0)}
+    assert (tmp_path / "r1" / "raw" / "h1" / "baseline" / "c512-r0.txt").read_text() == "client output\n"
+
+
+@pytest.mark.parametrize(("bad", "why"), [
+    ("", "(it is empty)"), (None, "(it is empty)"), ("../up", "(it holds '..')"), ("a/b", "(it holds a '/')"),
+    (".hidden", "(it starts with '.')"), ("a b", "(it holds ' ')"),
+    (True, "(it is the YAML boolean True (yes/on/true unquoted"),
+])
+def test_a_run_id_is_one_safe_directory_name(bad, why):
+    with pytest.raises(rs.ResultStoreError) as err:
+        rs.check_run_id(bad)
+    assert f"bench_run_id {bad!r} is not a usable directory name {why}" in str(err.value)
+    assert "no '/' and no '..'" in str(err.value)
+    assert rs.check_run_id("20250101T120000Z-1a2b3c") == "20250101T120000Z-1a2b3c"
+
+
+def test_a_refused_resume_says_which_keys_of_the_plan_differ(tmp_path):
+    rs.RunStore(tmp_path, "r1").write_run_json({"plan": dict(PLAN, search={"budget": 8})})
+    with pytest.raises(rs.ResultStoreError) as err:
+        rs.RunStore(tmp_path, "r1").write_run_json({"plan": dict(PLAN, input_len=1024, search={"budget": 12},
+                                                                 repeats=3)})
+    assert (f"bench_run_id r1 already holds a run with a different plan in {tmp_path}/r1 (input_len: 128 then, "
+            "1024 now; repeats: not set then, 3 now; search.budget: 8 then, 12 now). A run is never overwritten"
+            ) in str(err.value)

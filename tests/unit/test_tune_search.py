@@ -342,3 +342,11 @@ def test_tune_sim_on_every_landscape_within_3_percent_under_10_seeds(capsys, pat
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["within_3pct"] == 10, result
     assert result["restarts_on_inert_flags"] == 0 and result["over_capacity_points"] == 0
+
+
+def test_sglangs_dp_alias_counts_as_dp_size():
+    """data-parallel-size is dp-size to SGLang (module_utils/engine_args.py ARG_ALIASES): the ranks a
+    start divides max-running-requests among, and the report's GPUs, count it."""
+    from ansible.module_utils import search_report, tune_search
+    assert tune_search._dp({"data-parallel-size": 4}) == 4
+    assert search_report._gpus({}, "h", {"tensor-parallel-size": 2, "data-parallel-size": 2}) == 4
