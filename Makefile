@@ -31,7 +31,7 @@ help:
 	@echo "make demo    run the main job against two local test hosts (podman + stand-in engine)"
 	@echo "make test    run every test (lint, syntax, pytest, real-client checks, molecule)"
 	@echo "make test-extra  the tuning search end to end and real SGLang's install (molecule tune-search, real-sglang)"
-	@echo "make setup   only install the prerequisites (podman, runc, debootstrap, the venv)"
+	@echo "make setup   only install the prerequisites (podman, runc, debootstrap, openssh-server, the venv)"
 
 .cache/host-setup.done: scripts/setup-host.sh
 	bash scripts/setup-host.sh

@@ -11,6 +11,7 @@ import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.lease import renew as lease_renew
 from ansible.module_utils.nvidia_smi import parse_telemetry_csv, telemetry_argv
 
 DOCUMENTATION = r"""
@@ -36,6 +37,8 @@ description:
     with C(raw_start)/C(raw_end) also comes back with C(raw), the sampler's lines stamped
     within them as written (for a sweep's point the summary covers the client's benchmark run,
     C(start)..C(end), and C(raw) the client's whole process).
+  - The sampler stops by itself once its lease (C(path).lease) has gone unrenewed for
+    C(lease_seconds); what it sampled stays in C(path) for C(state=stopped) to summarise.
   - Without nvidia-smi, C(started) reports C(available=false) and the other states return
     an empty list; a benchmark never fails for telemetry.
 options:
@@ -62,6 +65,14 @@ options:
   end:
     description: Window end, epoch seconds (state=window).
     type: float
+  lease_seconds:
+    description:
+      - With C(state=started), seconds after which the sampler stops on its own unless its lease,
+        C(path).lease, is renewed (by sglang_bench's C(renew) on each poll of a point, on this
+        host), so a controller that is gone leaves no sampler running. C(state=stopped) warns when
+        the sampler had stopped so before it.
+    type: float
+    default: 6.0
   windows:
     description:
       - Windows to summarise (state=window or stopped), each a dict with C(start) and C(end)
@@ -112,13 +123,33 @@ pid:
   returned: state=started
 """
 
-# The sampler: run the loop, stamp each line with the epoch time, append to the file.
+# The sampler: run the loop, stamp each line with the epoch time, append to the file; stop (and
+# stop nvidia-smi) once the lease at argv[2] has gone unrenewed for argv[3] seconds
+# (module_utils/lease.py), so a controller that is gone leaves no sampler running.
 SAMPLER = r"""
-import subprocess, sys, time
-out = open(sys.argv[1], "a", buffering=1)
-proc = subprocess.Popen(sys.argv[2:], stdout=subprocess.PIPE, text=True, bufsize=1)
-for line in proc.stdout:
-    out.write("%.3f|%s" % (time.time(), line))
+import os, select, subprocess, sys, time
+path, lease, ttl = sys.argv[1], sys.argv[2], float(sys.argv[3])
+out = open(path, "a", buffering=1)
+proc = subprocess.Popen(sys.argv[4:], stdout=subprocess.PIPE)
+def fresh():
+    try:
+        return time.time() - os.stat(lease).st_mtime <= ttl
+    except OSError:
+        return False
+rest = b""
+while fresh():
+    if not select.select([proc.stdout], [], [], 1.0)[0]:
+        continue
+    chunk = os.read(proc.stdout.fileno(), 65536)
+    if not chunk:
+        break
+    *lines, rest = (rest + chunk).split(b"\n")
+    stamp = time.time()
+    for line in lines:
+        out.write("%.3f|%s\n" % (stamp, line.decode(errors="replace")))
+proc.kill()
+if not fresh():  # (for state=stopped to say that the samples end early)
+    open(path + ".lapsed", "w").write("%.3f\n" % time.time())
 """
 
 
@@ -231,7 +262,7 @@ def _stop(path):
             stopped = True
         except (ProcessLookupError, PermissionError):
             pass
-    for name in (path, path + ".pid"):
+    for name in (path, path + ".pid", path + ".lease", path + ".lapsed"):
         if os.path.exists(name):
             os.remove(name)
     return stopped
@@ -247,6 +278,7 @@ def main():
             "start": {"type": "float"},
             "end": {"type": "float"},
             "windows": {"type": "list", "elements": "dict"},
+            "lease_seconds": {"type": "float", "default": 6.0},
         },
         supports_check_mode=True,
     )
@@ -256,6 +288,11 @@ def main():
     if p["windows"] is not None and p["state"] in ("window", "stopped"):
         extra["windows"] = windows_of(_read(p["path"]), p["windows"])
     if p["state"] == "stopped":
+        lapsed = _read(p["path"] + ".lapsed").strip()
+        if lapsed:
+            module.warn(f"the GPU telemetry sampler stopped on its own at {lapsed} (epoch s), before the sweep "
+                        "ended: nothing renewed its lease for lease_seconds (the controller was gone, or slow "
+                        "between two points); the points after that have no GPU telemetry")
         module.exit_json(changed=_stop(p["path"]) if not module.check_mode else False,
                          available=bool(smi), **extra)
     if p["state"] == "window":
@@ -270,8 +307,10 @@ def main():
     if problem:
         module.fail_json(msg=f"gpu_telemetry: {problem}")
     _stop(p["path"])
+    lease_renew(p["path"] + ".lease")
     proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
-        [sys.executable, "-c", SAMPLER, p["path"], *telemetry_argv(smi, p["interval_ms"])],
+        [sys.executable, "-c", SAMPLER, p["path"], p["path"] + ".lease", str(p["lease_seconds"]),
+         *telemetry_argv(smi, p["interval_ms"])],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True, close_fds=True)
     with open(p["path"] + ".pid", "w", encoding="utf-8") as handle:

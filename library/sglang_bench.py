@@ -4,9 +4,11 @@ check of that command line against the client's own --help."""
 from __future__ import annotations
 
 import ctypes
+import grp
 import hashlib
 import json
 import os
+import pwd
 import shlex
 import shutil
 import signal
@@ -15,6 +17,7 @@ import tempfile
 import time
 from urllib.parse import urlencode
 
+from ansible.module_utils.atomic_file import atomic_write
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.bench_client import (
     CLIENT_MODULES,
@@ -31,6 +34,8 @@ from ansible.module_utils.bench_results import (
     parse_client_output,
     point_record,
 )
+from ansible.module_utils.lease import expired as lease_expired
+from ansible.module_utils.lease import renew as lease_renew
 from ansible.module_utils.sweep import standin_pace
 from ansible.module_utils.urls import open_url
 
@@ -55,6 +60,19 @@ description:
   - C(action=argv) returns the exact command line C(action=run) would run for these options,
     and runs nothing (no server needed). With C(client_module=auto) it asks the venv which
     Python client it has.
+  - C(action=start) starts C(action=run)'s point in a runner of its own on this host and returns
+    at once, with the point's folder (C(job)). The runner writes the answer C(action=run) would
+    give to C(job)/result.json, and stops the client once C(job)/lease has gone unrenewed for
+    C(lease_seconds), so a controller that is gone (Ctrl-C, killed, a lost connection, on any
+    connection type - SSH with ControlPersist included) stops the load within that time. The
+    benchmark role's action plugin of the same name
+    (roles/sglang_benchmark/action_plugins/sglang_bench.py) runs C(action=run) this way, renewing
+    the lease every second while it waits for the result.
+  - Without the action plugin, C(action=run) runs the point in the module, and the client stops
+    when a process that ran the module (the connection, the controller's worker) is gone.
+  - With C(user), root runs the client as that user (it must not be root, nor the user that owns
+    the Hugging Face cache the client reads, since the Python client loads the tokenizer with
+    C(trust_remote_code)), with its HOME and caches in the point's own folder.
   - C(action=check) runs the client's C(--help) and fails, naming each variable, when the
     command line holds a flag the client does not list. It returns the client module, its
     SGLang version and the command line. Run it once before the first point.
@@ -64,7 +82,7 @@ options:
   action:
     description: What to do.
     type: str
-    choices: [run, argv, check]
+    choices: [run, argv, check, start]
     default: run
   python:
     description: Python of the client's venv.
@@ -155,6 +173,21 @@ options:
     description: Record labels - host, profile, run_id, repeat, server_args, standin.
     type: dict
     default: {}
+  user:
+    description: The unprivileged user the client runs as (root drops to it); empty runs it as the module's user.
+    type: str
+    default: ""
+  lease_seconds:
+    description: With C(action=start), seconds without a renewal of C(job)/lease after which the client is stopped.
+    type: float
+    default: 6.0
+  renew:
+    description: >-
+      Other leases that C(action=start) and the action plugin's polls renew (those that exist), e.g. the GPU
+      telemetry sampler's C(PATH.lease) (gpu_telemetry) when it runs on the client's host.
+    type: list
+    elements: path
+    default: []
 author:
   - sglang-playbooks
 """
@@ -251,6 +284,10 @@ class ClientError(Exception):
     """The client cannot be used as configured: a message naming the variable."""
 
 
+class ClientStopped(Exception):
+    """The client was stopped before its end: the controller that would read its result is gone."""
+
+
 def _tail(text, limit=RAW_LIMIT):
     return text if len(text) <= limit else text[-limit:]
 
@@ -300,11 +337,19 @@ def check_client(params, runner=subprocess.run):
     if version is None:
         version = probe_client(params["python"], runner).get("version")
     argv = build_argv(params["python"], module, client_options(params), OUTPUT_PLACEHOLDER)
+    # (as the user the points run as: a client that user cannot run fails here, before the sweep)
+    user = client_user(params.get("user"))
+    workdir = tempfile.mkdtemp(prefix="sglang-bench-help-")
     try:
-        proc = runner([params["python"], "-m", module, "--help"], capture_output=True, text=True,
-                      timeout=300, check=False, env=_client_env(params))
+        if user is not None:
+            os.chown(workdir, user[0], user[1])
+        proc = runner([params["python"], "-m", module, "--help"], capture_output=True, text=True, timeout=300,
+                      check=False, env=_client_env(params, workdir), cwd=workdir, preexec_fn=_child_setup(user))
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ClientError(f"cannot run {params['python']} -m {module} --help: {exc}") from exc
+        who = f" as {params['user']}" if user is not None else ""
+        raise ClientError(f"cannot run {params['python']} -m {module} --help{who}: {exc}") from exc
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     if proc.returncode != 0:
         lines = [ln for ln in (proc.stderr or proc.stdout or "").splitlines() if ln.strip()]
         raise ClientError(f"{params['python']} -m {module} --help exited with {proc.returncode}: "
@@ -387,19 +432,73 @@ def _alive(pid):
     return True
 
 
-def _die_with_parent():
-    """In the client (before exec): SIGKILL when the module process that started it dies."""
+def ancestors_watch():
+    """The watch of action=run without the action plugin: the client stops when a process that
+    ran this module (the connection, the controller's worker) is gone."""
+    ancestors = _ancestors()
+
+    def gone():
+        if not all(_alive(pid) for pid in ancestors):
+            return "the controller (or the connection that ran the point) is gone"
+        return None
+    return gone
+
+
+def lease_watch(path, seconds):
+    """The watch of a point the action plugin runs (action=start): the client stops once the
+    controller has not renewed the point's lease for `seconds` (module_utils/lease.py)."""
+    def gone():
+        if lease_expired(path, seconds):
+            return (f"the controller stopped renewing the point's lease for {seconds:g} s (Ctrl-C, a killed "
+                    "controller or a lost connection)")
+        return None
+    return gone
+
+
+def client_user(name):
+    """(uid, gid, groups, home-less name) of the user the client runs as, or None to run as this
+    module's user. Root drops to it; any other user can only be itself."""
+    if not name:
+        return None
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        raise ClientError(f"sglang_benchmark_client_user {name!r} does not exist on this host: deploy.yml "
+                          "makes it on the server host (roles/sglang, sglang_bench_user); elsewhere set the "
+                          "variable to an existing unprivileged user, or to \"\" to run the client as the "
+                          "connection's user") from None
+    if entry.pw_uid == 0:
+        raise ClientError("sglang_benchmark_client_user must not be root: the client loads the tokenizer "
+                          "with trust_remote_code, so it runs as a user that owns nothing")
+    if os.geteuid() not in (0, entry.pw_uid):
+        raise ClientError(f"cannot run the client as {name}: the module runs as uid {os.geteuid()}, not root "
+                          "(set sglang_benchmark_client_user to \"\" to run it as that user)")
+    groups = sorted({g.gr_gid for g in grp.getgrall() if name in g.gr_mem} | {entry.pw_gid})
+    return entry.pw_uid, entry.pw_gid, groups, name
 
 
-def run_tracked(argv, pid_file, env=None, timeout=None, cwd=None):
+def _child_setup(user):
+    """In the client (before exec): drop to `user` when given, then SIGKILL when the process that
+    started it dies (set after the drop, which clears it)."""
+    def setup():
+        if user is not None:
+            uid, gid, groups, _ = user
+            os.setgroups(groups)
+            os.setgid(gid)
+            os.setuid(uid)
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    return setup
+
+
+def run_tracked(argv, pid_file, env=None, timeout=None, cwd=None, watch=None, user=None):
     """subprocess.run for the client: its own process group, its pid in pid_file while it runs,
-    killed with its group on a timeout or when this module is terminated."""
+    killed with its group on a timeout, when this process is terminated, or when watch() names
+    a reason (checked every second; then ClientStopped)."""
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
-                            start_new_session=True, preexec_fn=_die_with_parent)  # noqa: PLW1509 (one child, no threads)
+                            start_new_session=True, preexec_fn=_child_setup(user))  # noqa: PLW1509 (one child, no threads)
 
     def kill_group(*_):
         try:
@@ -414,7 +513,7 @@ def run_tracked(argv, pid_file, env=None, timeout=None, cwd=None):
     old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
     with open(pid_file, "w", encoding="utf-8") as handle:
         handle.write(f"{proc.pid}\n")
-    ancestors = _ancestors()
+    watch = watch or ancestors_watch()
     deadline = time.monotonic() + (timeout or 1e9)
     try:
         while True:
@@ -423,11 +522,12 @@ def run_tracked(argv, pid_file, env=None, timeout=None, cwd=None):
                 return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
             except subprocess.TimeoutExpired:
                 pass
-            if not all(_alive(pid) for pid in ancestors):
-                # The controller (or the connection that ran this module) is gone: nobody will
-                # read this point's result, and the client must not go on loading the server.
+            reason = watch()
+            if reason:
+                # Nobody will read this point's result, and the client must not go on loading
+                # the server.
                 kill_group()
-                raise SystemExit(1)
+                raise ClientStopped(reason)
             if time.monotonic() >= deadline:
                 kill_group()
                 stdout, stderr = proc.communicate()
@@ -441,10 +541,15 @@ def run_tracked(argv, pid_file, env=None, timeout=None, cwd=None):
             pass
 
 
-def _client_env(params):
+def _client_env(params, workdir=None):
     env = dict(os.environ)
     env.pop("OPENAI_API_KEY", None)
     env["HF_HUB_OFFLINE"] = "1"
+    if workdir and params.get("user"):
+        # The unprivileged client writes nothing outside its point's folder: its HOME and caches
+        # (transformers copies a trust_remote_code tokenizer's code to HF_MODULES_CACHE) are there.
+        env.update(HOME=workdir, USER=params["user"], LOGNAME=params["user"],
+                   XDG_CACHE_HOME=os.path.join(workdir, "cache"), HF_MODULES_CACHE=os.path.join(workdir, "hf-modules"))
     env.update({str(k): str(v) for k, v in (params.get("environment") or {}).items() if v is not None})
     if params.get("api_key"):
         env["OPENAI_API_KEY"] = params["api_key"]
@@ -472,12 +577,16 @@ def _standin_prediction(params, record):
         return None
 
 
-def run_point(params, runner=subprocess.run, now=time.time):
-    """Run one point. Returns (record, raw, argv, started, finished); never raises for a client failure."""
+def run_point(params, runner=subprocess.run, now=time.time, watch=None):
+    """Run one point. Returns (record, raw, argv, started, finished); never raises for a client
+    failure. watch: see run_tracked."""
     labels = params.get("labels") or {}
+    user = client_user(params.get("user"))
     workdir = tempfile.mkdtemp(prefix="sglang-bench-")
+    if user is not None:
+        os.chown(workdir, user[0], user[1])
     output_file = os.path.join(workdir, "result.jsonl")
-    env = _client_env(params)
+    env = _client_env(params, workdir)
     argv = []
     stdout = stderr = jsonl_text = ""
     started = now()
@@ -488,7 +597,7 @@ def run_point(params, runner=subprocess.run, now=time.time):
         started = now()
         if runner is subprocess.run:
             proc = run_tracked(argv, pid_path(params["url"]), env=env, timeout=params.get("timeout") or 3600,
-                               cwd=workdir)
+                               cwd=workdir, watch=watch, user=user)
         else:
             proc = runner(argv, capture_output=True, text=True, env=env,
                           timeout=params.get("timeout") or 3600, check=False, cwd=workdir)
@@ -503,6 +612,8 @@ def run_point(params, runner=subprocess.run, now=time.time):
         error = f"cannot run the client {params['python']}: {exc.strerror or exc}"
     except ClientError as exc:
         error = str(exc)
+    except ClientStopped as exc:
+        error = f"the client was stopped: {exc}"
     finished = now()
     written = None
     if os.path.exists(output_file):
@@ -551,15 +662,89 @@ def run_point(params, runner=subprocess.run, now=time.time):
 LABELS = ("host", "profile", "run_id", "repeat", "server_args", "standin")
 
 
+def point_result(params, watch=None):
+    """run_point's answer as the module returns it (action=run; the runner of action=start writes it to its result.json)."""
+    record, raw, argv, started, finished = run_point(params, watch=watch)
+    return dict(changed=True, record=json.loads(dumps_strict(record)), raw=raw,
+                module=argv[2] if len(argv) > 2 else None,
+                argv=argv, cmd=shlex.join(argv), started=started, finished=finished,
+                window=record["telemetry_window"], client_seconds=round(finished - started, 3))
+
+
+def _running(pid):
+    """Whether pid runs (a zombie, exited and not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return handle.read().rpartition(")")[2].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def _runner_pid(job):
+    try:
+        with open(os.path.join(job, "runner.pid"), encoding="utf-8") as handle:
+            return int(handle.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def start_point(params):
+    """action=start: run the point in a runner of its own (a new session, outliving this module)
+    that stops the client once the point's lease (the action plugin renews it) is older than
+    lease_seconds. Returns (the runner's pid, the point's folder: its lease, its runner's pid and
+    its result, beside the client's pid file; one folder per start, so a runner of an earlier,
+    interrupted run never answers for this one)."""
+    base = pid_path(params["url"])[:-len(".pid")] + ".job-"
+    folder = os.path.dirname(base)
+    for name in os.listdir(folder):
+        old = os.path.join(folder, name)
+        if old.startswith(base) and not _running(_runner_pid(old) or 0):
+            shutil.rmtree(old, ignore_errors=True)
+    job = tempfile.mkdtemp(prefix=os.path.basename(base), dir=folder)
+    lease = os.path.join(job, "lease")
+    lease_renew(lease)
+    renew_others(params)
+    pid = os.fork()
+    if pid == 0:  # the runner: nothing of it may reach the module's output, nor outlive a lapsed lease
+        try:
+            os.setsid()
+            os.chdir("/")
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            try:
+                result = point_result(params, watch=lease_watch(lease, params["lease_seconds"]))
+            except Exception as exc:  # noqa: BLE001 - the runner's last word, for the polls
+                result = {"failed": True, "msg": f"the point's runner failed: {type(exc).__name__}: {exc}"}
+            # (atomic: a poll reads the whole answer or none)
+            atomic_write(os.path.join(job, "result.json"), json.dumps(result), 0o600)
+        finally:
+            os._exit(0)
+    with open(os.path.join(job, "runner.pid"), "w", encoding="utf-8") as handle:
+        handle.write(f"{pid}\n")
+    return pid, job
+
+
+def renew_others(params):
+    """Renew the other leases the point keeps (the GPU telemetry sampler's on this host): only
+    those that exist, so a stopped sampler is not revived."""
+    for path in params.get("renew") or []:
+        try:
+            os.utime(path)
+        except OSError:
+            pass
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
-            "action": {"type": "str", "default": "run", "choices": ["run", "argv", "check"]},
+            "action": {"type": "str", "default": "run", "choices": ["run", "argv", "check", "start"]},
             "python": {"type": "str", "default": "python3"},
             "client": {"type": "str", "default": "python", "choices": ["python", "rust"]},
             "client_module": {"type": "str", "default": "auto"},
             "url": {"type": "str"},
             "api_key": {"type": "str", "no_log": True},
+            "user": {"type": "str", "default": ""},
             "environment": {"type": "dict", "default": {}},
             "backend": {"type": "str", "default": "sglang"},
             "dataset_name": {"type": "str", "default": "random-ids"},
@@ -576,8 +761,10 @@ def main():
             "extra_args": {"type": "list", "elements": "str", "default": []},
             "timeout": {"type": "int", "default": 3600},
             "labels": {"type": "dict", "default": {}},
+            "lease_seconds": {"type": "float", "default": 6.0},
+            "renew": {"type": "list", "elements": "path", "default": []},
         },
-        required_if=[("action", "run", ("url", "max_concurrency")),
+        required_if=[("action", "run", ("url", "max_concurrency")), ("action", "start", ("url", "max_concurrency")),
                      ("action", "argv", ("url",)), ("action", "check", ("url",))],
         supports_check_mode=True,
     )
@@ -586,9 +773,16 @@ def main():
         module.fail_json(msg=f"max_concurrency must be a positive integer, got {params['max_concurrency']}")
     if params["timeout"] < 1:
         module.fail_json(msg=f"sglang_benchmark_timeout must be a positive number of seconds, got {params['timeout']}")
+    if params["lease_seconds"] <= 0:
+        module.fail_json(msg=f"lease_seconds must be a positive number of seconds, got {params['lease_seconds']}")
+    try:
+        if params["action"] in ("run", "start", "check"):
+            client_user(params["user"])
+    except ClientError as exc:
+        module.fail_json(msg=str(exc))
     # A client an interrupted run left against this server stops before anything else runs.
     leftover = (stop_leftover(pid_path(params["url"]))
-                if params["action"] in ("run", "check") and params["url"] and not module.check_mode else None)
+                if params["action"] in ("run", "check", "start") and params["url"] and not module.check_mode else None)
     if leftover:
         module.warn(f"stopped a benchmark client left by an interrupted run (pid {leftover}) against {params['url']}")
     try:
@@ -602,11 +796,10 @@ def main():
         module.fail_json(msg=str(exc))
     if module.check_mode:
         module.exit_json(changed=False, skipped=True, msg="check mode: the point is not run")
-    record, raw, argv, started, finished = run_point(params)
-    module.exit_json(changed=True, record=json.loads(dumps_strict(record)), raw=raw,
-                     module=argv[2] if len(argv) > 2 else None,
-                     argv=argv, cmd=shlex.join(argv), started=started, finished=finished,
-                     window=record["telemetry_window"], client_seconds=round(finished - started, 3))
+    if params["action"] == "start":
+        runner, job = start_point(params)
+        module.exit_json(changed=True, runner=runner, job=job)
+    module.exit_json(**point_result(params))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,9 @@ for cmd in podman runc debootstrap; do
   command -v "$cmd" >/dev/null 2>&1 || need+=("$cmd")
 done
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+# (sshd for the test that stops a controller over SSH with ControlPersist; it runs an sshd of its
+# own on a free loopback port, so the package's service is kept from starting, below)
+[[ -x /usr/sbin/sshd ]] || need+=(openssh-server)
 if ((${#need[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
     echo "setup-host: missing ${need[*]}; run as root (or install them) and retry" >&2
@@ -17,6 +20,12 @@ if ((${#need[@]})); then
   echo "setup-host: installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
+  # No service the packages bring (sshd) starts on this machine: policy-rc.d answers "not now".
+  policy=/usr/sbin/policy-rc.d
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy"
+    trap 'rm -f "$policy"' EXIT
+  fi
   apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 

@@ -11,6 +11,7 @@ on 30000, another test's stand-in) can answer or take it; tests that need a serv
 stand-in on a free port (local_standins.free_ports) and set that port.
 """
 import json
+import os
 import socket
 import sys
 from pathlib import Path
@@ -58,6 +59,13 @@ BASE_VARS = {
     "gpu_preflight_infiniband_path": "/nonexistent",
     "sglang_engine": "standin",
     "sglang_server_args": {"model-path": "org/model", "port": NO_SERVER_PORT, "tp-size": 8},
+    # No systemd here: the "unit" whose processes may hold a server's port (module_utils/port_owner.py)
+    # is this test process and its descendants - the stand-ins it starts (local_standins), its
+    # json_server threads. A process outside that tree (test_squatter.py's) is another's.
+    "sglang_server_main_pid": os.getpid(),
+    # (this machine has no sglang-bench user - deploy.yml makes it - and the client venv lies
+    # under /root: the client runs as root here; molecule/bench runs it as sglang-bench)
+    "sglang_benchmark_client_user": "",
 }
 
 
@@ -97,3 +105,42 @@ def tasks_on(run, host):
     kinds = ("runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable")
     return [(e["event_data"].get("play", ""), e["event_data"].get("task", ""))
             for e in run.events if e.get("event") in kinds and e["event_data"].get("host") == host]
+
+
+def _processes():
+    """(pid, argv) of every process on this machine."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        yield int(pid), [a.decode(errors="replace") for a in raw.split(b"\0")]
+
+
+def client_processes(ports):
+    """Benchmark clients running on this machine against stand-ins on these ports (another
+    test's clients are not this test's)."""
+    found = []
+    for pid, cmd in _processes():
+        if "--max-concurrency" in cmd and "--base-url" in cmd:
+            at = cmd.index("--base-url") + 1
+            url = cmd[at] if at < len(cmd) else ""
+            if any(url.endswith(f"//127.0.0.1:{port}") for port in ports):
+                found.append(pid)
+    return found
+
+
+
+def tagged_processes(tag):
+    """Processes on this machine whose environment holds SGLPB_TEST_TAG=tag: everything a run
+    started through an interpreter that sets it (module runs, their runners, the client, the
+    telemetry sampler and its nvidia-smi loop)."""
+    want = f"SGLPB_TEST_TAG={tag}".encode()
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if want in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found

@@ -5,6 +5,7 @@ import sys
 import time
 
 import gpu_telemetry
+from ansible.module_utils.lease import renew as lease_renew
 
 
 def test_world_writable_directory_is_refused(tmp_path):
@@ -40,7 +41,8 @@ def test_stop_kills_only_its_own_sampler(tmp_path):
         other.kill()
         other.wait()
     # The sampler itself (as the module starts it): stopped.
-    sampler = _spawn([sys.executable, "-c", gpu_telemetry.SAMPLER, path, sys.executable, "-c",
+    lease_renew(path + ".lease")
+    sampler = _spawn([sys.executable, "-c", gpu_telemetry.SAMPLER, path, path + ".lease", "60", sys.executable, "-c",
                       "import time; time.sleep(60)"])
     try:
         (tmp_path / "gpu.csv.pid").write_text(str(sampler.pid))
@@ -52,6 +54,32 @@ def test_stop_kills_only_its_own_sampler(tmp_path):
         assert gpu_telemetry._stop(path) is True
         assert sampler.wait(timeout=10) is not None
         assert not os.path.exists(path + ".pid")
+    finally:
+        if sampler.poll() is None:
+            sampler.kill()
+
+
+def test_the_sampler_samples_while_its_lease_is_renewed_and_stops_itself_when_it_lapses(tmp_path):
+    """The controller gone (no renewal): the sampler and its nvidia-smi loop stop within the
+    lease's seconds (+1 s, its read timeout); while renewed, it keeps sampling."""
+    path, lease = str(tmp_path / "gpu.csv"), str(tmp_path / "gpu.csv.lease")
+    loop = "import time\nwhile True:\n    print('0, 100.5, 50, 1000, 1800', flush=True)\n    time.sleep(0.2)\n"
+    lease_renew(lease)
+    sampler = _spawn([sys.executable, "-c", gpu_telemetry.SAMPLER, path, lease, "2", sys.executable, "-c", loop])
+    try:
+        for _ in range(6):  # 3 s of renewals, each well inside the 2 s lease
+            time.sleep(0.5)
+            lease_renew(lease)
+        assert sampler.poll() is None, "the sampler stopped while its lease was renewed"
+        renewed_last = time.monotonic()
+        sampler.wait(timeout=10)
+        took = time.monotonic() - renewed_last
+        assert 1.5 < took < 3.5, f"the sampler stopped {took:.1f} s after the last renewal of a 2 s lease"
+        lines = open(path).read().splitlines()
+        assert len(lines) >= 10 and all(line.split("|")[1] == "0, 100.5, 50, 1000, 1800" for line in lines), lines[:3]
+        children = subprocess.run(["pgrep", "-f", "print\\('0, 100.5"], capture_output=True, text=True).stdout.split()
+        assert children == [], "the sampler's nvidia-smi loop outlived it"
+        assert os.path.exists(path + ".lapsed"), "the sampler left no word that its samples end early"
     finally:
         if sampler.poll() is None:
             sampler.kill()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 import sglang_bench
 from ansible.module_utils.bench_client import build_argv
 from ansible.module_utils.bench_results import benchmark_window
+from ansible.module_utils.lease import renew as lease_renew
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -331,3 +334,130 @@ def test_the_client_dies_when_the_controller_that_ran_the_module_dies(tmp_path):
     else:
         os.kill(client, 9)
         pytest.fail("the client outlived the controller")
+
+
+def test_a_lapsed_lease_stops_the_client_and_its_group(tmp_path):
+    """run_tracked with a lease watch: while the lease is renewed the client runs; once it has
+    gone unrenewed for its seconds, the client's whole group is killed and ClientStopped names why."""
+    lease = str(tmp_path / "lease")
+    lease_renew(lease)
+    code = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)',"
+            " 'grandchild-of-the-client']); time.sleep(60)")
+    started = time.monotonic()
+    with pytest.raises(sglang_bench.ClientStopped, match="stopped renewing the point's lease for 1 s"):
+        sglang_bench.run_tracked([sys.executable, "-c", code], str(tmp_path / "client.pid"),
+                                 watch=sglang_bench.lease_watch(lease, 1), timeout=60)
+    assert time.monotonic() - started < 4
+    time.sleep(0.2)
+    left = subprocess.run(["pgrep", "-f", "grandchild-of-the-client"], capture_output=True, text=True).stdout.split()
+    assert left == [], "the client's child outlived the lapsed lease"
+
+
+def _sleeping_client(tmp_path):
+    """A 'python' that ignores the client's command line and sleeps, as a client mid-point does."""
+    script = tmp_path / "python"
+    script.write_text("#!/bin/sh\nexec sleep 60\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def _plugin():
+    """The role's action plugin module (roles/sglang_benchmark/action_plugins is no package)."""
+    import importlib.util
+    path = Path(__file__).resolve().parents[2] / "roles" / "sglang_benchmark" / "action_plugins" / "sglang_bench.py"
+    spec = importlib.util.spec_from_file_location("sglang_bench_action", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _poll(job, runner, renew=()):
+    """One poll as the action plugin runs it on the host: (rc, stdout)."""
+    done = subprocess.run(["/bin/sh", "-c", _plugin().poll_command(job, runner, renew)], capture_output=True, text=True)
+    return done.returncode, done.stdout
+
+
+def test_a_point_started_on_the_host_answers_its_polls(tmp_path):
+    """action=start returns at once, the point runs in a runner of its own, and the plugin's
+    poll (renewing the lease, and the sampler's when it exists) prints its answer once written:
+    here the record of a client that exits with an error."""
+    params = dict(PARAMS, python=sys.executable, client_module=RUST, url=f"http://127.0.0.1:1/{tmp_path.name}",
+                  lease_seconds=5.0, renew=[], user="")
+    sampler_lease = tmp_path / "gpu.csv.lease"
+    sampler_lease.touch()
+    os.utime(sampler_lease, (0, 0))
+    runner, job = sglang_bench.start_point(params)
+    deadline = time.monotonic() + 60
+    while (polled := _poll(job, runner, [str(sampler_lease), str(tmp_path / "absent.lease")]))[1] == "RUNNING\n":
+        assert time.monotonic() < deadline, "no result in 60 s"
+        time.sleep(0.2)
+    rc, out = polled
+    assert rc == 0 and out.startswith("RESULT\n"), polled
+    got = json.loads(out[len("RESULT\n"):])
+    assert got["record"]["status"] == "failed" and "client exited with 1" in got["record"]["error"], got
+    assert time.time() - sampler_lease.stat().st_mtime < 60, "the poll did not renew the sampler's lease"
+    assert not (tmp_path / "absent.lease").exists(), "the poll made a lease that did not exist"
+    os.waitpid(runner, 0)
+    shutil.rmtree(job)
+    assert _poll(job, runner)[0] == 3  # (the point's folder gone)
+
+
+def test_a_point_nobody_polls_stops_its_client_when_the_lease_lapses(tmp_path):
+    params = dict(PARAMS, python=_sleeping_client(tmp_path), client_module=RUST,
+                  url=f"http://127.0.0.1:2/{tmp_path.name}", lease_seconds=1.0, renew=[], user="")
+    runner, job = sglang_bench.start_point(params)
+    pid_file = sglang_bench.pid_path(params["url"])
+    deadline = time.monotonic() + 10
+    while not os.path.exists(pid_file) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    client = int(Path(pid_file).read_text())
+    os.waitpid(runner, 0)  # (the runner ends once it killed the client)
+
+    def client_gone():
+        try:
+            return Path(f"/proc/{client}/stat").read_text().split()[2] in ("Z", "X")
+        except OSError:
+            return True
+    deadline = time.monotonic() + 5  # (a killed process takes a moment to exit on a busy machine)
+    while not client_gone() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert client_gone(), "the client outlived its lapsed lease"
+    rc, out = _poll(job, runner)  # (a late poll: the record says why)
+    got = json.loads(out[len("RESULT\n"):])
+    assert rc == 0 and got["record"]["status"] == "failed"
+    assert "the client was stopped: the controller stopped renewing the point's lease for 1 s" in got["record"]["error"]
+
+
+def test_a_runner_that_ended_without_an_answer_is_reported(tmp_path):
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "lease").touch()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    assert _poll(str(job), gone.pid) == (0, "GONE\n")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root drops to another user")
+def test_root_runs_the_client_as_the_unprivileged_user(tmp_path):
+    """With user, the client runs as that user (uid and groups), with HOME and caches in the
+    point's own folder; root is refused as the client's user, and a missing user is named."""
+    code = ("import os; print(os.getuid(), os.getgid(), os.environ['HOME'], os.environ['HF_MODULES_CACHE'],"
+            " os.access(os.getcwd(), os.W_OK))")
+    user = sglang_bench.client_user("nobody")
+    workdir = tempfile.mkdtemp(prefix="sglang-bench-test-")  # (as run_point makes it, outside root's 0700 folders)
+    try:
+        os.chown(workdir, user[0], user[1])
+        env = sglang_bench._client_env({"user": "nobody", "environment": {}}, workdir)
+        # (the test's venv lies under /root, which nobody cannot enter)
+        done = sglang_bench.run_tracked(["/usr/bin/python3", "-c", code], str(tmp_path / "c.pid"), env=env,
+                                        timeout=30, cwd=workdir, user=user)
+    finally:
+        shutil.rmtree(workdir)
+    assert done.returncode == 0, done.stderr
+    uid, gid, home, modules, writable = done.stdout.split()
+    assert (int(uid), int(gid)) == (user[0], user[1]), done.stdout
+    assert home == workdir and modules.startswith(workdir) and writable == "True", done.stdout
+    with pytest.raises(sglang_bench.ClientError, match="must not be root"):
+        sglang_bench.client_user("root")
+    with pytest.raises(sglang_bench.ClientError, match="sglang_benchmark_client_user 'no-such-user' does not exist"):
+        sglang_bench.client_user("no-such-user")

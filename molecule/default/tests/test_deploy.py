@@ -1,6 +1,7 @@
 """What deploy.yml left on the hosts: the service, its script, its secrets and its health."""
 import hashlib
 import json
+import re
 
 import pytest
 
@@ -15,8 +16,11 @@ EXPECTED_ENV = [
     "export OMP_NUM_THREADS=8",
     "export SGLANG_STANDIN_STARTUP_DELAY=2",
 ]
+# (the server runs under the filter that keeps the keys out of the journal, sglang_log_redact.py)
 EXPECTED_ARGS = [
-    "exec /opt/sglang/venv/bin/python -m sglang_standin.launch_server \\",
+    "exec /opt/sglang/venv/bin/python -I /opt/sglang/sglang_log_redact.py --config /etc/sglang/secret-args.yaml"
+    " --env HF_TOKEN -- \\",
+    "  /opt/sglang/venv/bin/python -m sglang_standin.launch_server \\",
     "  --model-path lukealonso/GLM-5-NVFP4 \\",
     "  --host 0.0.0.0 \\",
     "  --port 30000 \\",
@@ -28,6 +32,7 @@ EXPECTED_ARGS = [
     "  --config /etc/sglang/secret-args.yaml",
 ]
 API_KEY = "molecule-test-key-0123"
+ADMIN_KEY = "molecule-admin-key-4567"
 
 
 
@@ -38,10 +43,10 @@ def test_script_has_the_exact_env_and_flags(host):
     assert [line for line in lines if line.startswith("export ")] == EXPECTED_ENV
     start = lines.index(EXPECTED_ARGS[0])
     rendered = lines[start:start + len(EXPECTED_ARGS)]
-    # The exec line first, the secret args file (the API key) last, one flag per line in between
-    # (in the order of the args dict, which molecule's inventory writer sorts).
-    assert rendered[0] == EXPECTED_ARGS[0] and rendered[-1] == EXPECTED_ARGS[-1]
-    assert sorted(rendered[1:-1]) == sorted(EXPECTED_ARGS[1:-1])
+    # The filter and the server's exec first, the secret args file (the API key) last, one flag per
+    # line in between (in the order of the args dict, which molecule's inventory writer sorts).
+    assert rendered[:2] == EXPECTED_ARGS[:2] and rendered[-1] == EXPECTED_ARGS[-1]
+    assert sorted(rendered[2:-1]) == sorted(EXPECTED_ARGS[2:-1])
     assert len(lines) == start + len(EXPECTED_ARGS)
     assert "molecule-test-key" not in script.content_string
     assert "hf_molecule_secret_token" not in script.content_string
@@ -59,7 +64,7 @@ def test_env_file_holds_the_secrets_for_root_only(host):
 
 def test_api_key_reaches_the_server_through_its_config_file_only(host):
     conf = host.file("/etc/sglang/secret-args.yaml")
-    assert conf.user == "root" and conf.group == "sglang" and conf.mode == 0o640
+    assert conf.user == "sglang" and conf.group == "root" and conf.mode == 0o400
     assert f'api-key: "{API_KEY}"' in conf.content_string.splitlines()
     pid = host.check_output("systemctl show -p MainPID --value sglang")
     argv = host.check_output(f"ps -o args= -p {pid}")
@@ -120,6 +125,16 @@ def test_unit_is_enabled_and_active_as_the_sglang_user(host):
     ("ProtectHome", "yes"),
     ("User", "sglang"),
     ("EnvironmentFiles", "/etc/sglang/sglang.env (ignore_errors=yes)"),
+    # the sandbox, and what a GPU server keeps: its devices (no private /dev, no device list),
+    # JIT code (no W^X), the sockets NCCL and the API use
+    ("CapabilityBoundingSet", ""),
+    ("SystemCallArchitectures", "native"),
+    ("RestrictAddressFamilies", "AF_INET AF_INET6 AF_NETLINK AF_UNIX"),
+    ("UMask", "0027"),
+    ("PrivateDevices", "no"),
+    ("DevicePolicy", "auto"),
+    ("DeviceAllow", ""),
+    ("MemoryDenyWriteExecute", "no"),
 ])
 def test_unit_hardening(host, prop, value):
     assert host.check_output(f"systemctl show -p {prop} --value sglang") == value
@@ -141,12 +156,39 @@ def test_api_key_is_enforced(host):
     assert info["max_total_num_tokens"] == 495488
 
 
-def test_journal_holds_the_key_as_sglang_logs_it_and_not_the_token(host):
-    """The server logs server_args=ServerArgs(..., api_key='...') at startup, as SGLang does: the
-    journal is the one place besides the config file, and whatever keeps an excerpt must redact."""
+def test_journal_holds_the_server_args_with_the_keys_redacted(host):
+    """The server logs server_args=ServerArgs(..., api_key='...', admin_api_key='...') at every
+    start, as SGLang does (engine.py, _launch_subprocesses): the launch script runs it through
+    sglang_log_redact.py, so the journal holds <redacted> where the keys were, and neither key."""
     journal = host.check_output("journalctl -u sglang --no-pager -o cat")
-    assert f"api_key='{API_KEY}'" in journal
+    starts = [line for line in journal.splitlines() if "server_args=ServerArgs(" in line]
+    assert starts, "the server logged no ServerArgs"
+    assert all("api_key='<redacted>', admin_api_key='<redacted>'" in line for line in starts), starts[-1]
+    assert API_KEY not in journal and ADMIN_KEY not in journal
     assert "hf_molecule_secret_token" not in journal
+
+
+def test_the_filter_is_roots_and_the_server_runs_under_it(host):
+    """The service account cannot change what hides its keys; the unit's main process is the
+    filter, the server its child, the one that listens."""
+    script = host.file("/opt/sglang/sglang_log_redact.py")
+    assert (script.user, script.group, script.mode) == ("root", "root", 0o644)
+    pid = host.check_output("systemctl show -p MainPID --value sglang")
+    children = host.check_output(f"ps -o args= --ppid {pid}").splitlines()
+    assert [c for c in children if "-m sglang_standin.launch_server" in c], children
+
+
+def test_systemd_analyze_security_scores_the_unit_3_5_or_better(host):
+    """systemd-analyze (Debian's systemd package) rates the unit's sandbox; 7.8 EXPOSED before the
+    hardening of sglang.service.j2. The server still serves under it (health_generate 200)."""
+    assert host.exists("systemd-analyze")
+    report = host.check_output("systemd-analyze security --no-pager sglang.service")
+    found = re.search(r"Overall exposure level for sglang\.service: ([0-9.]+) ", report)
+    assert found, report
+    assert float(found.group(1)) <= 3.5, report
+    assert host.service("sglang").is_running
+    code = host.check_output("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:30000/health_generate")
+    assert code == "200"
 
 
 def test_no_secret_on_any_command_line_during_the_deploy(host):
@@ -156,7 +198,7 @@ def test_no_secret_on_any_command_line_during_the_deploy(host):
     assert "sglang_standin.launch_server" in samples and "--config /etc/sglang/secret-args.yaml" in samples
     if host.backend.get_hostname() == "sglpb-deploy-2":
         assert "fake-org/tiny-model" in samples  # the sampler saw the download
-    assert API_KEY not in samples and "hf_molecule_secret_token" not in samples
+    assert API_KEY not in samples and ADMIN_KEY not in samples and "hf_molecule_secret_token" not in samples
 
 
 def test_kv_capacity_recorded(host):
@@ -184,6 +226,18 @@ def test_server_has_the_model_cache_and_the_token_from_the_env_file(host):
     assert env["HF_TOKEN"] == HF_TOKEN
     cache = host.file("/opt/sglang/hf")
     assert cache.is_directory and cache.user == "sglang" and cache.mode == 0o750
+
+
+def test_root_walks_nothing_in_the_model_cache(host):
+    """Root owns the cache's directory to the sglang user and no more: the file prepare.yml copied
+    in as root is root's still (a chown -R by root through a folder the sglang user writes could be
+    led by a swapped-in link to hand it root's files). What the sglang user wrote, the tokenizer
+    and (host 2) the download, is its own without any chown."""
+    copy = host.file("/opt/sglang/hf/operator-copy.txt")
+    assert copy.exists and (copy.user, copy.group, copy.mode) == ("root", "root", 0o600)
+    others = host.check_output("find /opt/sglang/hf -mindepth 1 ! -user sglang ! -path /opt/sglang/hf/operator-copy.txt")
+    assert others == ""
+    assert host.file("/opt/sglang/hf/hub").user == "sglang"
 
 
 def test_token_is_in_the_env_file_only(host):
