@@ -12,6 +12,7 @@ import pwd
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -615,12 +616,8 @@ def run_point(params, runner=subprocess.run, now=time.time, watch=None):
     except ClientStopped as exc:
         error = f"the client was stopped: {exc}"
     finished = now()
-    written = None
-    if os.path.exists(output_file):
-        written = os.stat(output_file).st_mtime  # (the client writes it right after its run)
-        with open(output_file, encoding="utf-8", errors="replace") as handle:
-            jsonl_text = handle.read()
-    shutil.rmtree(workdir, ignore_errors=True)
+    written, jsonl_text = read_output(output_file, user)
+    shutil.rmtree(workdir, ignore_errors=True)  # (rmtree does not follow links)
     record = None
     if error is None:
         try:
@@ -660,6 +657,22 @@ def run_point(params, runner=subprocess.run, now=time.time, watch=None):
 
 
 LABELS = ("host", "profile", "run_id", "repeat", "server_args", "standin")
+
+
+def read_output(path, user=None):
+    """(mtime, text) of the client's --output-file, (None, "") when it wrote none. The folder is the
+    client's user's: root opens the file without following a link and reads it only when it is a
+    regular file of one link owned by that user, so the client cannot make root read another file
+    into the results."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None, ""
+    with os.fdopen(fd, encoding="utf-8", errors="replace") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or (user is not None and (info.st_uid != user[0] or info.st_nlink != 1)):
+            return None, ""
+        return info.st_mtime, handle.read()  # (the client writes it right after its run)
 
 
 def point_result(params, watch=None):

@@ -8,10 +8,11 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
-from conftest import REPO
 
+REPO = Path(__file__).resolve().parents[2]
 FILTER = REPO / "roles" / "sglang_server" / "files" / "sglang_log_redact.py"
 KEY = "sk-test-'quoted'\\back-0123"  # a quote and a backslash: repr() escapes both
 ADMIN = "admin-key-4567"

@@ -7,12 +7,13 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import jinja2
 import pytest
 from ansible.plugins.filter.core import FilterModule
-from conftest import REPO
 
+REPO = Path(__file__).resolve().parents[2]
 TEMPLATES = REPO / "roles" / "sglang_server" / "templates"
 FILTER = REPO / "roles" / "sglang_server" / "files" / "sglang_log_redact.py"
 API_KEY = "sk-template-key-0123"

@@ -461,3 +461,22 @@ def test_root_runs_the_client_as_the_unprivileged_user(tmp_path):
         sglang_bench.client_user("root")
     with pytest.raises(sglang_bench.ClientError, match="sglang_benchmark_client_user 'no-such-user' does not exist"):
         sglang_bench.client_user("no-such-user")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root gives a file to another user")
+def test_root_reads_only_the_clients_own_output_file(tmp_path):
+    """The unprivileged client owns its point's folder: a link (or a file not its own) in place of
+    its output file is not read by root, so no other file reaches the results."""
+    secret = tmp_path / "root-only"
+    secret.write_text("not for the results")
+    out = tmp_path / "result.jsonl"
+    out.symlink_to(secret)
+    assert sglang_bench.read_output(str(out)) == (None, "")
+    out.unlink()
+    out.write_text('{"completed": 1}\n')
+    assert sglang_bench.read_output(str(out))[1] == '{"completed": 1}\n'
+    nobody = sglang_bench.client_user("nobody")
+    assert sglang_bench.read_output(str(out), nobody) == (None, ""), "a file the client's user does not own was read"
+    os.chown(out, nobody[0], nobody[1])
+    assert sglang_bench.read_output(str(out), nobody)[1] == '{"completed": 1}\n'
+    assert sglang_bench.read_output(str(tmp_path / "none.jsonl")) == (None, "")

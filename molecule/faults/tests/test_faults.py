@@ -122,3 +122,52 @@ def test_a_server_crashing_mid_sweep_keeps_the_finished_points_and_ends_clearly(
     assert got[0]["completed"] == 20 and "requests failed" in got[1]["error"]
     log = (RESULTS / "crash" / "logs").iterdir()
     assert any("CUDA error: an illegal memory access" in p.read_text() for p in log)
+
+
+SQUATTER = """
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open('/tmp/squatter-headers.log', 'a') as out:
+            out.write(self.path + ' ' + repr(dict(self.headers)) + '\\n')
+        self.send_response(200); self.send_header('Content-Type', 'application/json'); self.end_headers()
+        self.wfile.write(b'{"max_total_num_tokens": 999999999, "version": "0.5.11"}')
+    do_POST = do_GET
+http.server.ThreadingHTTPServer(('127.0.0.1', 30000), H).serve_forever()
+"""
+
+
+def test_a_squatter_on_the_servers_port_is_named_and_gets_no_key(tmp_path):
+    """With the server stopped, another user's listener on its port (here, where root cannot read
+    another user's file descriptors: the podman hosts, where the owner check used to fail open):
+    restart.yml and benchmark.yml refuse it naming its pid, user and command, and it receives
+    no key - no request at all."""
+    host = HOSTS[1]
+
+    def sh(*argv, check=True):
+        return subprocess.run(["podman", "exec", host, *argv], capture_output=True, text=True, check=check)
+    sh("systemctl", "stop", "sglang.service")
+    sh("rm", "-f", "/tmp/squatter-headers.log")
+    subprocess.run(["podman", "exec", "-d", host, "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                    "python3", "-c", SQUATTER], check=True)
+    try:
+        for _ in range(50):
+            if sh("sh", "-c", "ss -ltnH 'sport = :30000' | grep -q .", check=False).returncode == 0:
+                break
+            time.sleep(0.2)
+        pid = sh("pgrep", "-u", "nobody", "-f", "ThreadingHTTPServer").stdout.split()[0]
+        bench = play(tmp_path, "benchmark.yml", limit=host, extra={"bench_run_id": "squatted"})
+        restart = play(tmp_path, "restart.yml", limit=host)
+        for run in (bench, restart):
+            assert run.rc != 0, run.explain()
+            text = " ".join(f.text() for f in run.failures if f.host == host)
+            assert f"pid {pid}" in text and "nobody" in text and "30000" in text, run.explain()
+        assert not records("squatted"), "a sweep ran against the squatter"
+        heard = sh("cat", "/tmp/squatter-headers.log", check=False).stdout
+        assert heard == "", f"the squatter was sent requests: {heard[:500]}"
+    finally:
+        sh("pkill", "-u", "nobody", "-f", "ThreadingHTTPServer", check=False)
+        sh("systemctl", "start", "sglang.service")
+    run = play(tmp_path, "restart.yml", limit=host)
+    assert run.rc == 0, run.explain()
+    assert server_args(host) is not None
