@@ -79,15 +79,19 @@ def test_one_command_restores_the_last_good_configuration(tmp_path):
     script = subprocess.run(["podman", "exec", HOSTS[0], "cat", "/opt/sglang/run_tp8.sh"], capture_output=True,
                             text=True, check=True).stdout
     assert "standin-fault" in script
-    # The key was rotated in the same bad deploy: the rollback must keep the new one.
+    # The key was rotated in the same bad deploy (host 1's inventory now holds the new one, as
+    # the operator's would): the rollback must keep it, not bring the old one back.
     rotated = "molecule-faults-key-rotated-4567"
     subprocess.run(["podman", "exec", HOSTS[0], "sed", "-i", f"s/{KEY}/{rotated}/", "/etc/sglang/secret-args.yaml"],
                    check=True)
     started = time.monotonic()
-    run = play(tmp_path, "restart.yml", extra={"sglang_rollback": True})
-    print(f"rollback took {time.monotonic() - started:.1f} s")
-    assert run.rc == 0, run.explain()
+    runs = {HOSTS[0]: play(tmp_path, "restart.yml", extra={"sglang_rollback": True, "sglang_server_api_key": rotated},
+                           limit=HOSTS[0]),
+            HOSTS[1]: play(tmp_path, "restart.yml", extra={"sglang_rollback": True}, limit=HOSTS[1])}
+    print(f"rollback took {time.monotonic() - started:.1f} s (two runs)")
     for host in HOSTS:
+        run = runs[host]
+        assert run.rc == 0, run.explain()
         info = server_args(host, rotated if host == HOSTS[0] else KEY)
         assert info and info["max_running_requests"] == 128 and not info["standin_settings"]["fault"], info
         restored = run.result("Put the last good configuration back", host)
