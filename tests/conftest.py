@@ -3,6 +3,8 @@ exactly as Ansible does for modules at run time (ansible.cfg: module_utils = ./m
 run a module in-process as Ansible runs it (the run_module fixture), and answer HTTP with JSON
 on a local port (the json_server fixture)."""
 import json
+import socket
+import subprocess
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -86,3 +88,23 @@ def json_server():
     for server in servers:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def recorder(tmp_path):
+    """A listener on a free loopback port that records each request's path and headers
+    (tests/integration/squatter.py): (port, its process, requests() - what it received)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = tmp_path / "requests.jsonl"
+    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "integration" / "squatter.py"), str(port), str(log)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+
+    def requests():
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+    yield port, proc, requests
+    proc.terminate()
+    proc.wait(10)

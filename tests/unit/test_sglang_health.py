@@ -205,24 +205,7 @@ def test_a_traceback_then_the_process_gone_is_a_failure(capsys, tmp_path):
 
 
 # --- who may hold the port, and which request gets the key ---------------------------------------
-SQUATTER = Path(__file__).resolve().parents[1] / "integration" / "squatter.py"
 KEY = "sk-health-owner-4711"
-
-
-@pytest.fixture
-def recorder(tmp_path):
-    """A listener that records each request's headers (tests/integration/squatter.py): (port, proc, requests())."""
-    port = free_port()
-    log = tmp_path / "requests.jsonl"
-    proc = subprocess.Popen([sys.executable, str(SQUATTER), str(port), str(log)], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "ready"
-
-    def requests():
-        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-
-    yield port, proc, requests
-    proc.terminate()
-    proc.wait(10)
 
 
 def test_the_owner_check_refuses_a_foreign_listener_by_name_and_sends_it_nothing(capsys, recorder):

@@ -7,13 +7,9 @@ import json
 import os
 import socket
 import subprocess
-import sys
-from pathlib import Path
 
-import pytest
 import sglang_server_info
 
-SQUATTER = Path(__file__).resolve().parents[1] / "integration" / "squatter.py"
 KEY = "sk-server-info-3141"
 
 
@@ -21,17 +17,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-@pytest.fixture
-def recorder(tmp_path):
-    port = free_port()
-    log = tmp_path / "requests.jsonl"
-    proc = subprocess.Popen([sys.executable, str(SQUATTER), str(port), str(log)], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "ready"
-    yield port, proc, lambda: [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
-    proc.terminate()
-    proc.wait(10)
 
 
 def test_a_listener_that_is_not_the_servers_gets_no_key(run_module, recorder):
