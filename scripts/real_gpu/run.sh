@@ -169,7 +169,8 @@ part2() {
       "${TOOLS[@]}" get "$url/$ep" "$RES/$s-$(echo "$ep" | tr / _).before" >>"$RES/steps.log" 2>&1
     done
     grep -h "max_running_requests=" "$LOGS/server_$s.log" >"$RES/sched-$s.txt"
-    module sglang_server_info server_info-$s.json 60 "{\"url\": \"$url\"}"
+    # (a local URL's owner is checked first: the server's pid, as there is no systemd here)
+    module sglang_server_info server_info-$s.json 60 "{\"url\": \"$url\", \"pid\": $(cat "$RUN/pid_$s")}"
   done
   module sglang_health health-A-ready.json 60 "{\"url\": \"$A\", \"pid\": $(cat "$RUN/pid_A"), \"log_path\": \"$LOGS/server_A.log\", \"timeout\": 60}"
   module sglang_health health-C-ready.json 60 "{\"url\": \"$C\", \"pid\": $(cat "$RUN/pid_C"), \"log_path\": \"$LOGS/server_C.log\", \"timeout\": 60}"
