@@ -118,21 +118,22 @@ def _status(pid: int, proc: str, key: str) -> str | None:
     return None
 
 
-def parent(pid: int, proc: str = "/proc") -> int | None:
-    value = _status(pid, proc, "PPid")
+def _status_int(pid: int, proc: str, key: str) -> int | None:
+    """The first number of a /proc/PID/status field, None when it cannot be read."""
+    value = _status(pid, proc, key)
     try:
         return int(value.split()[0]) if value else None
     except (ValueError, IndexError):
         return None
+
+
+def parent(pid: int, proc: str = "/proc") -> int | None:
+    return _status_int(pid, proc, "PPid")
 
 
 def uid_of(pid: int, proc: str = "/proc") -> int | None:
     """The process's real uid (/proc/PID/status, readable without access to its fds)."""
-    value = _status(pid, proc, "Uid")
-    try:
-        return int(value.split()[0]) if value else None
-    except (ValueError, IndexError):
-        return None
+    return _status_int(pid, proc, "Uid")
 
 
 def is_within(pid: int, root: int, proc: str = "/proc") -> bool:
