@@ -182,6 +182,12 @@ options:
     description: With C(action=start), seconds without a renewal of C(job)/lease after which the client is stopped.
     type: float
     default: 6.0
+  options:
+    description:
+      - Any of the options above as one dict (the role passes its client options this way); an
+        option the task names itself wins. The role's action plugin merges it before the module
+        runs, so the module itself never receives it.
+    type: dict
   renew:
     description: >-
       Other leases that C(action=start) and the action plugin's polls renew (those that exist), e.g. the GPU
@@ -219,7 +225,8 @@ record:
     The schema_version 1 record of the point. Against the stand-in (labels.standin) it holds
     C(standin_pace), the measured output tok/s over what the stand-in's model predicts for the
     point (its /standin/model); below 0.75 the point measured a CPU too busy for the stand-in or
-    the client, not the profile.
+    the client, not the profile. And C(standin_time_scale), the stand-in's wall seconds per
+    modelled second, with which the report shows its figures in modelled seconds too.
   type: dict
   returned: action=run
 raw:
@@ -564,8 +571,9 @@ def parse_result(stdout, jsonl_text):
 
 
 def _standin_prediction(params, record):
-    """The output tok/s the stand-in's model predicts for this point (its /standin/model), or
-    None for a real server or when it does not answer: the record then has no standin_pace."""
+    """What the stand-in's model predicts for this point (its /standin/model): a dict with its
+    output_throughput (tok/s at its time scale) and time_scale (wall seconds per modelled second),
+    or None for a real server or when it does not answer: the record then has no standin_pace."""
     if not (params.get("labels") or {}).get("standin"):
         return None
     query = urlencode({"max_concurrency": params["max_concurrency"], "num_prompts": record.get("num_prompts"),
@@ -573,7 +581,8 @@ def _standin_prediction(params, record):
     headers = {"Authorization": f"Bearer {params['api_key']}"} if params.get("api_key") else {}
     try:
         response = open_url(f"{params['url'].rstrip('/')}/standin/model?{query}", headers=headers, timeout=120)
-        return json.loads(response.read()).get("output_throughput")
+        answer = json.loads(response.read())
+        return answer if isinstance(answer, dict) else None
     except Exception:  # an older stand-in, or it stopped: no pace, the point stands as measured
         return None
 
@@ -635,9 +644,12 @@ def run_point(params, runner=subprocess.run, now=time.time, watch=None):
         for key, value in asked.items():
             if record.get(key) is None:
                 record[key] = value
-        pace = standin_pace(record.get("output_throughput"), _standin_prediction(params, record))
+        model = _standin_prediction(params, record) or {}
+        pace = standin_pace(record.get("output_throughput"), model.get("output_throughput"))
         if pace is not None:
             record["standin_pace"] = pace
+        if isinstance(model.get("time_scale"), (int, float)) and model["time_scale"] > 0:
+            record["standin_time_scale"] = float(model["time_scale"])  # (the report's modelled seconds)
         completed = record.get("completed") or 0
         lost = record.get("failed") or 0
         if not lost and record.get("completed") is not None and (record.get("num_prompts") or 0) > completed:
@@ -776,12 +788,16 @@ def main():
             "labels": {"type": "dict", "default": {}},
             "lease_seconds": {"type": "float", "default": 6.0},
             "renew": {"type": "list", "elements": "path", "default": []},
+            "options": {"type": "dict"},
         },
         required_if=[("action", "run", ("url", "max_concurrency")), ("action", "start", ("url", "max_concurrency")),
                      ("action", "argv", ("url",)), ("action", "check", ("url",))],
         supports_check_mode=True,
     )
     params = module.params
+    if params["options"] is not None:
+        module.fail_json(msg="sglang_bench: options is merged by the role's action plugin "
+                             "(roles/sglang_benchmark/action_plugins/sglang_bench.py); name each option instead")
     if params["max_concurrency"] is not None and params["max_concurrency"] < 1:
         module.fail_json(msg=f"max_concurrency must be a positive integer, got {params['max_concurrency']}")
     if params["timeout"] < 1:

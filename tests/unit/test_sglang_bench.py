@@ -137,9 +137,11 @@ def test_run_point_parses_jsonl_with_infinity_and_labels():
 def test_a_stand_in_point_records_its_share_of_the_models_prediction(monkeypatch):
     asked = []
     monkeypatch.setattr(sglang_bench, "_standin_prediction",
-                        lambda params, record: asked.append(record["num_prompts"]) or 2 * record["output_throughput"])
+                        lambda params, record: asked.append(record["num_prompts"]) or {
+                            "output_throughput": 2 * record["output_throughput"], "time_scale": 0.08})
     record, *_ = sglang_bench.run_point(dict(PARAMS, num_prompts=20), runner=fake_runner(stdout=STDOUT, jsonl=JSONL))
     assert record["standin_pace"] == 0.5 and asked == [20]
+    assert record["standin_time_scale"] == 0.08  # (the report's figures in modelled seconds)
 
 
 def test_a_real_servers_point_has_no_pace(monkeypatch):
@@ -480,3 +482,13 @@ def test_root_reads_only_the_clients_own_output_file(tmp_path):
     os.chown(out, nobody[0], nobody[1])
     assert sglang_bench.read_output(str(out), nobody)[1] == '{"completed": 1}\n'
     assert sglang_bench.read_output(str(tmp_path / "none.jsonl")) == (None, "")
+
+
+def test_the_plugin_merges_the_options_dict_under_the_named_options():
+    """The role passes its client options as one dict (a templated `args:` would make Ansible
+    warn on every point); an option the task names wins over the dict's."""
+    merged = _plugin().module_args({"options": {"url": "http://a", "timeout": 5, "seed": 1}, "timeout": 60})
+    assert merged == {"url": "http://a", "timeout": 60, "seed": 1}
+    assert _plugin().module_args({"url": "http://b"}) == {"url": "http://b"}
+    with pytest.raises(Exception, match="options must be a dict"):
+        _plugin().module_args({"options": ["url"]})

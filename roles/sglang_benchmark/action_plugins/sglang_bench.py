@@ -43,12 +43,23 @@ def poll_command(job, runner, renew=()):
             + "*) echo RUNNING;; esac")
 
 
+def module_args(task_args):
+    """The module's arguments: the task's `options` dict (the role's client options, as one
+    variable) under the options the task names itself. The merge is here, not in a Jinja
+    combine() on the task, because a templated `args:` is what Ansible warns about as unsafe."""
+    args = dict(task_args)
+    options = args.pop("options", None) or {}
+    if not isinstance(options, dict):
+        raise AnsibleError(f"sglang_bench: options must be a dict of the module's options, got {type(options).__name__}")
+    return {**options, **args}
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
-        args = dict(self._task.args)
+        args = module_args(self._task.args)
         if args.get("action", "run") != "run" or self._task.check_mode:
             result.update(self._execute_module(module_args=args, task_vars=task_vars))
             return result
