@@ -27,11 +27,11 @@ export SGLPB_CACHE
 
 .PHONY: help setup venv image lint syntax unit molecule test test-extra demo demo-hosts demo-clean clean
 
+## help: list every target with its one-line description
 help:
-	@echo "make demo    run the main job against two local test hosts (podman + stand-in engine)"
-	@echo "make test    run every test (lint, syntax, pytest, real-client checks, molecule)"
-	@echo "make test-extra  the tuning search end to end and real SGLang's install (molecule tune-search, real-sglang)"
-	@echo "make setup   only install the prerequisites (podman, runc, debootstrap, openssh-server, the venv)"
+	@echo "sglang-playbooks: run as root on a fresh Debian/Ubuntu machine; make demo and make test do all set-up."
+	@awk '/^## [^ :]+: / { sub(/^## /, ""); name = $$0; sub(/: .*/, "", name); text = substr($$0, length(name) + 3); \
+	  printf "  make %-24s %s\n", name, text }' $(MAKEFILE_LIST)
 
 .cache/host-setup.done: scripts/setup-host.sh
 	bash scripts/setup-host.sh
@@ -43,12 +43,16 @@ $(VENV)/.done: requirements-dev.txt .cache/host-setup.done
 	bash scripts/cache-store.sh venv $(VENV_STORE) $(VENV) sh -c \
 	  '$(PYTHON) -m venv "$$STORE" && "$$STORE"/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt'
 
+## venv: the project's venv (ansible-core, molecule, lint tools, pytest), cached in SGLPB_CACHE
 venv: $(VENV)/.done
+## setup: only install the prerequisites (podman, runc, debootstrap, openssh-server, the venv, the test image)
 setup: venv image
 
+## image: the test hosts' image (Debian 12 with systemd, built with debootstrap, for podman)
 image: .cache/host-setup.done
 	@flock /tmp/sglpb-test-image.lock bash scripts/build-test-image.sh
 
+## lint: ruff, yamllint, ansible-lint (production), actionlint, and every module's docs in ansible-doc
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/yamllint --strict .
@@ -60,6 +64,7 @@ lint: venv
 	@$(BIN)/ansible-doc -M library $(basename $(notdir $(wildcard library/*.py))) >/dev/null \
 	  && echo "ansible-doc: every module loads"
 
+## syntax: ansible-playbook --syntax-check of every playbook
 syntax: venv
 	@for pb in $(PLAYBOOKS); do \
 	  echo "syntax-check $$pb"; $(BIN)/ansible-playbook --syntax-check -i inventory/example $$pb >/dev/null; \
@@ -73,6 +78,7 @@ syntax: venv
 # test_client_versions.py, each release's clients, mk/standin.mk) run here beside the rest, one
 # pytest run rather than three (measured: the same wall time, 440 s against 441 s).
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+## unit: pytest: unit and integration tests, the stand-in, SGLang's real clients against it
 unit: venv $(CLIENT_VENV)/.done
 	SGLANG_CLIENT_PYTHON=$(abspath $(CLIENT_PY)) SGLANG_CLIENT_VENVS_DIR=$(abspath .cache) \
 	  $(BIN)/pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile --durations=15 tests
@@ -87,27 +93,33 @@ MOLECULE_JOBS ?= 2
 MOLECULE_ORDER := bench fleet default faults cuda preflight
 MOLECULE_RUN := $(filter $(MOLECULE_SCENARIOS),$(MOLECULE_ORDER)) $(filter-out $(MOLECULE_ORDER),$(MOLECULE_SCENARIOS))
 
+## molecule: every molecule scenario of make test, two at a time
 molecule: venv image
 	@$(MAKE) --no-print-directory -j$(MOLECULE_JOBS) --output-sync=target $(addprefix molecule-,$(MOLECULE_RUN))
 
 # Each scenario's task times (the profile_tasks callback: the 15 slowest tasks of each playbook
 # run, and a clock on every task line) and each molecule step's start time, to find where a
 # scenario's minutes go.
+## molecule-NAME: one molecule scenario (molecule/NAME), with each task's time
 molecule-%: venv image
 	@echo "=== molecule test -s $*"; start=$$(date +%s); \
 	ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks PROFILE_TASKS_TASK_OUTPUT_LIMIT=15 \
 	  flock /tmp/molecule-$*.lock $(BIN)/molecule test -s $* 2>&1 | scripts/clock-lines.sh; \
 	echo "=== molecule $*: passed in $$(( $$(date +%s) - start )) s"
 
+## test: every test: lint, syntax, pytest, real-client checks, molecule
 test: lint syntax unit molecule
 	@echo "make test: all passed"
 
+## test-extra: the scenarios past make test's budget: the tuning search end to end, real SGLang's install
 test-extra: $(EXTRA_TEST_TARGETS)
 	@echo "make test-extra: all passed"
 
+## demo-hosts: start the two demo test hosts (podman), without deploying
 demo-hosts: venv image
 	bash scripts/demo-hosts.sh up
 
+## demo: deploy the stand-in to two local test hosts, tune the reference's profiles, write the report
 demo: demo-hosts $(CLIENT_VENV)/.done
 	$(BIN)/ansible-playbook -i inventory/demo playbooks/deploy.yml
 	$(BIN)/ansible-playbook -i inventory/demo playbooks/tune.yml \
@@ -115,8 +127,10 @@ demo: demo-hosts $(CLIENT_VENV)/.done
 	@echo "make demo: report at $$(ls -td $(CURDIR)/results/demo-*/ | head -n 1)report.md" \
 	  "(the two hosts stay up for more runs; make demo-clean removes them)"
 
+## demo-clean: remove the demo hosts
 demo-clean:
 	bash scripts/demo-hosts.sh down
 
+## clean: remove the demo hosts, the venv links and the client venvs of this clone
 clean: demo-clean
 	rm -rf $(VENV) .cache/client-venv .cache/client-venv-* .cache/client-wheelhouse .pytest_cache

@@ -12,6 +12,7 @@ molecule: .cache/client-venv/.done
 # the module reports it), over the client's time; the figure against the client tasks' durations
 # is printed beside it. Needs `make demo` (hosts deployed).
 OVERHEAD_HOST ?= sglpb-demo-1
+## bench-overhead: the controller's overhead per point against the client's time (needs make demo's hosts)
 bench-overhead: .cache/client-venv/.done
 	@start=$$(date +%s.%N); \
 	ANSIBLE_STDOUT_CALLBACK=ansible.posix.json $(BIN)/ansible-playbook -i inventory/demo -l $(OVERHEAD_HOST) \

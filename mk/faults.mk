@@ -6,5 +6,6 @@ MOLECULE_SCENARIOS += faults
 molecule: .cache/client-venv/.done
 
 .PHONY: test-faults
+## test-faults: the molecule faults scenario alone
 test-faults: venv image .cache/client-venv/.done
 	$(BIN)/molecule test -s faults

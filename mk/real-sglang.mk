@@ -11,6 +11,7 @@ REAL_SGLANG_CACHE := $(SGLPB_CACHE)/real-sglang
 
 # (an apt list folder without lists is dated back, as in the test image, so that the roles'
 # cache_valid_time sees it stale and fills it)
+## real-sglang-cache: the folders that cache PyPI's wheels and Debian's packages for test-real-sglang
 real-sglang-cache:
 	@mkdir -p $(REAL_SGLANG_CACHE)/wheels $(REAL_SGLANG_CACHE)/apt-archives/partial $(REAL_SGLANG_CACHE)/apt-lists/partial
 	@ls $(REAL_SGLANG_CACHE)/apt-lists | grep -q _Packages || touch -d 2000-01-01 $(REAL_SGLANG_CACHE)/apt-lists

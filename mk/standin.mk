@@ -43,6 +43,7 @@ $(CLIENT_VENV)/.done: $(CLIENT_REQUIREMENTS)
 ## client-venvs: SGLang's clients of every release in CLIENT_VERSIONS, cached (~6 GB each)
 client-venvs: $(CLIENT_VERSION_VENVS)
 
+## client-venv-VERSION: one release's clients (VERSION in CLIENT_VERSIONS), cached
 # client-venv-VERSION: one release's clients, built once per requirements file in SGLPB_CACHE,
 # from the client wheelhouse (the same wheels: PyPI's ~3 GB per release is downloaded once).
 define client_version_venv
