@@ -14,6 +14,7 @@ from ansible.module_utils.bench_results import (
     LATENCY_STATS,
     RECORD_KEYS,
     dumps_strict,
+    modelled_figures,
 )
 from ansible.module_utils.engine_args import engine_limit
 from ansible.module_utils.fleet import (
@@ -50,11 +51,16 @@ description:
     profile against the baseline, TPOT and TTFT medians, power per GPU), a
     line for every point that was over capacity or failed and, with repeats,
     the median and min-max spread of each point with a "within noise" verdict.
+  - What a repeat costs - each point's run (its client's start to end, the records' C(started) and
+    C(finished)) and the sweep's time over its repeats, points and profiles - is said under the
+    tables (results.json C(repeat_cost)).
   - A run of several hosts (benchmarked in parallel) also gets the fleet's totals
     (module_utils/fleet.py) - per profile and concurrency the sum over hosts of output and total
     tok/s with how many hosts contributed, marked incomplete when a host's point is missing or
     failed - and the fleet's KV capacity. A host that failed is marked missing with its reason.
-  - A run made on the stand-in engine says so at the top of the report.
+  - A run made on the stand-in engine says so at the top of the report. A stand-in's cell also
+    shows its figures in the stand-in's modelled seconds (throughput times, latencies over, the
+    record's C(standin_time_scale)), which read beside a GPU's.
   - Idempotent; a file is rewritten only when its content changes. Plots need
     matplotlib; without it the other files are written and a warning says so.
 options:
@@ -125,6 +131,21 @@ options:
         reason a failed host is missing; a host without one gets the reason from its records.
     type: dict
     default: {}
+  compare_runs:
+    description:
+      - Other runs of the same result store (run ids under C(bench_results_dir)) to put beside
+        this one - measured runs, or runs C(playbooks/import.yml) made of saved client outputs.
+        The report gets one more table, "runs compared", with a column per run, host and profile
+        (C(HOST/PROFILE (RUN_ID))) and each column's change against the baseline column; the
+        plots show those columns. C(playbooks/report.yml) sets it from C(bench_compare_runs).
+    type: list
+    elements: str
+    default: []
+  baseline_run:
+    description:
+      - The run of C(compare_runs) (or this run, the default) whose C(baseline_profile) (default
+        its first profile, first host) is the comparison's baseline column.
+    type: str
 author:
   - sglang-playbooks
 """
@@ -161,7 +182,9 @@ tables:
       spread of output tok/s (C(output_min), C(output_max)), and for the stand-in
       C(standin_pace) (the lowest share of its model's prediction a repeat delivered) and
       C(kept_pace) (false below 0.75, as module_utils/sweep.py kept_pace decides; the change then reads
-      "not comparable").
+      "not comparable"), and C(modelled) - the same figures in the stand-in's modelled seconds
+      (C(total_tps), C(output_tps), C(output_min), C(output_max), C(tpot_median_ms),
+      C(ttft_median_ms), C(time_scale)) when its records carry C(standin_time_scale), else null.
   returned: success
   type: list
   elements: dict
@@ -205,6 +228,12 @@ search:
       search_summary - per host the path, every candidate's points and verdicts, why it
       stopped; C(best), C(best_server_args), C(best_effective_args); the report gets its section
       and C(search-pareto.png), and C(best) above is the search's; else null.
+  returned: success
+  type: dict
+compare:
+  description:
+    - With C(compare_runs), the "runs compared" table (C(table), as one of C(tables), with
+      C(runs)) and per run C(run_id), C(standin), C(imported); else null.
   returned: success
   type: dict
 standin:
@@ -251,7 +280,7 @@ def aggregate(records):
         statuses = sorted({r["status"] for r in records})
         errors = sorted({r.get("error") for r in records if r.get("error")})
         return {"status": "/".join(statuses), "repeats": 0, "error": "; ".join(errors) or None,
-                **dict.fromkeys(CELL_METRICS)}
+                "modelled": None, **dict.fromkeys(CELL_METRICS)}
     cell = {"status": "ok", "repeats": len(ok), "error": None}
     per_metric = [_metrics(r) for r in ok]
     for name in CELL_METRICS:
@@ -264,22 +293,55 @@ def aggregate(records):
     paces = [float(r["standin_pace"]) for r in ok if r.get("standin_pace") is not None]
     cell["standin_pace"] = min(paces) if paces else None
     cell["kept_pace"] = all(kept_pace(r) for r in ok)
+    cell["modelled"] = modelled_cell(ok, per_metric)
+    cell["standin"] = any(bool(r.get("standin")) for r in ok)
+    return cell
+
+
+def modelled_cell(ok, per_metric):
+    """A stand-in cell's figures in its modelled seconds (module_utils/bench_results.py
+    modelled_figures, each repeat at its own standin_time_scale): the medians over repeats, the
+    min-max of output tok/s and the time scale; None unless every repeat recorded its time scale
+    (a real server's cell, a stand-in's from before records carried it)."""
+    each = [modelled_figures(m, r.get("standin_time_scale")) for r, m in zip(ok, per_metric, strict=True)]
+    if not each or any(m is None for m in each):
+        return None
+    cell = {}
+    for name in ("total_tps", "output_tps", "tpot_median_ms", "ttft_median_ms"):
+        values = [m[name] for m in each if m[name] is not None]
+        cell[name] = median(values)
+    outputs = [m["output_tps"] for m in each if m["output_tps"] is not None]
+    cell["output_min"] = min(outputs) if outputs else None
+    cell["output_max"] = max(outputs) if outputs else None
+    scales = sorted({m["time_scale"] for m in each})
+    cell["time_scale"] = scales[0] if len(scales) == 1 else None
+    cell["time_scales"] = scales
     return cell
 
 
 def change(base, other):
-    """Change of other's output tok/s against the baseline's, as data and text."""
+    """Change of other's output tok/s against the baseline's, as data and text. A stand-in's
+    cell counts in its modelled seconds (its "modelled" figures) where it has them, so a
+    stand-in's run compares with a GPU's, or with a stand-in's at another time scale; a
+    stand-in's cell without them beside a GPU's is not comparable."""
     if base["status"] != "ok" or other["status"] != "ok" or not base["output_tps"]:
         return {"pct": None, "text": "n/a", "within_noise": None}
-    diff = other["output_tps"] - base["output_tps"]
-    pct = 100.0 * diff / base["output_tps"]
+    unscaled = [bool(c.get("standin")) and not c.get("modelled") for c in (base, other)]
+    if any(unscaled) and not all(unscaled):  # (wall seconds of a stand-in beside modelled or a GPU's)
+        return {"pct": None, "within_noise": None,
+                "text": "not comparable (a stand-in's wall-clock figures, its time scale not recorded)"}
+    fig_base, fig_other = base.get("modelled") or base, other.get("modelled") or other
+    if not fig_base["output_tps"] or fig_other["output_tps"] is None:
+        return {"pct": None, "text": "n/a", "within_noise": None}
+    diff = fig_other["output_tps"] - fig_base["output_tps"]
+    pct = 100.0 * diff / fig_base["output_tps"]
     if not (base.get("kept_pace", True) and other.get("kept_pace", True)):
         return {"pct": round(pct, 2), "within_noise": None,
                 "text": f"not comparable ({pct:+.0f}%: the stand-in fell short of its model, CPU-bound)"}
     within = None
     if base["repeats"] > 1 and other["repeats"] > 1:
-        spread = max(base["output_max"] - base["output_min"],
-                     other["output_max"] - other["output_min"])
+        spread = max(fig_base["output_max"] - fig_base["output_min"],
+                     fig_other["output_max"] - fig_other["output_min"])
         within = abs(diff) <= spread
     if within:
         text = f"within noise ({pct:+.1f}%)"
@@ -316,7 +378,7 @@ def build_tables(run, records, baseline=None):
                 group = [r for r in mine if r["profile"] == profile
                          and r["max_concurrency"] == concurrency]
                 cells[profile] = aggregate(group) if group else {
-                    "status": "missing", "repeats": 0, "error": None,
+                    "status": "missing", "repeats": 0, "error": None, "modelled": None,
                     **dict.fromkeys(CELL_METRICS)}
             rows.append({
                 "concurrency": concurrency,
@@ -326,6 +388,99 @@ def build_tables(run, records, baseline=None):
             })
         tables.append({"host": host, "baseline": baseline, "profiles": profiles, "rows": rows})
     return tables
+
+
+COMPARED = "runs compared"
+
+
+def read_run(results_root, run_id, variable):
+    """(run.json, records) of another run of the store, for the comparison; ResultStoreError naming
+    the variable that named it when it is not a run with records."""
+    try:
+        store = RunStore(results_root, check_run_id(run_id), create=False)
+    except ResultStoreError as exc:
+        raise ResultStoreError(f"{variable}: {exc}") from exc
+    run = store.read_run_json() if os.path.isdir(store.path) else None
+    if run is None:
+        raise ResultStoreError(f"{variable}: no run {run_id!r} in {results_root} (no run.json there): name a "
+                               "run id under bench_results_dir (a measured run's, or one playbooks/import.yml made)")
+    records = store.records()
+    if not records:
+        raise ResultStoreError(f"{variable}: run {run_id!r} has no records in {store.records_path}")
+    return run, records
+
+
+def compare_table(runs, baseline_run=None, baseline_profile=None):
+    """One table that puts runs beside each other: runs is [(run_id, run.json, records)], the
+    reported run first. A column per run, host and profile ("HOST/PROFILE [N]", N the run's place
+    in runs from 1), built by
+    build_tables over the records relabelled so, so every cell and change is the one rule's. The
+    baseline column: baseline_run's (default the reported run's) baseline_profile (default its
+    first profile), of its first host."""
+    ids = [run_id for run_id, _, _ in runs]
+    baseline_run = baseline_run or ids[0]
+    if baseline_run not in ids:
+        raise ValueError(f"bench_baseline_run {baseline_run!r} is not a run of this report: give "
+                         f"bench_run_id or one of bench_compare_runs ({', '.join(ids)})")
+    labels, relabelled, baseline = [], [], None
+    for number, (run_id, run, records) in enumerate(runs, 1):
+        profiles = profile_order(run, records)
+        for host in sorted({r["host"] for r in records}, key=str):
+            for profile in profiles:
+                mine = [r for r in records if r["host"] == host and r["profile"] == profile]
+                if not mine:
+                    continue
+                label = f"{host}/{profile} [{number}]"
+                labels.append(label)
+                relabelled += [dict(r, host=COMPARED, profile=label) for r in mine]
+                if run_id == baseline_run and baseline is None and profile == (baseline_profile or profile):
+                    baseline = label
+    if baseline is None:
+        raise ValueError(f"bench_baseline_profile {baseline_profile!r} has no records in run {baseline_run}")
+    (table,) = build_tables({"profiles": dict.fromkeys(labels)}, relabelled, baseline)
+    table.update(host=COMPARED, runs=ids)
+    return table
+
+
+def _elapsed(record):
+    """Seconds one run of a point took: its client's process, start to end (the client's start,
+    warm-up and benchmark: what a repeat costs), or a search point's elapsed_s; None untimed."""
+    if record.get("elapsed_s") is not None:
+        return float(record["elapsed_s"])
+    if record.get("started") is not None and record.get("finished") is not None:
+        return max(0.0, float(record["finished"]) - float(record["started"]))
+    return None
+
+
+def repeat_cost(records):
+    """What a repeat of the run cost, from the records' elapsed times (points that ran: ok or
+    failed), for the report: the median run of a point and its range, and the sweep's time - the
+    hosts run their points at once, so the host with the longest total - over the repeats, points
+    and profiles it ran. None when no record is timed."""
+    timed = [(r, _elapsed(r)) for r in records if r["status"] in ("ok", "failed")]
+    timed = [(r, s) for r, s in timed if s is not None]
+    if not timed:
+        return None
+    seconds = [s for _, s in timed]
+    per_host = {}
+    for r, s in timed:
+        per_host[str(r["host"])] = per_host.get(str(r["host"]), 0.0) + s
+    host = max(per_host, key=per_host.get)
+    mine = [r for r, _ in timed if str(r["host"]) == host]
+    names = {r["profile"] for r in mine}
+    repeats = len({r["repeat"] or 0 for r in mine})
+    points = max(len({r["max_concurrency"] for r in mine if r["profile"] == p}) for p in names)
+    total = per_host[host]
+    cost = {"median_s": round(median(seconds), 1), "min_s": round(min(seconds), 1), "max_s": round(max(seconds), 1),
+            "runs": len(seconds), "repeats": repeats, "points": points, "profiles": len(names),
+            "total_s": round(total, 1), "per_repeat_s": round(total / repeats, 1)}
+    profiles = f" × {len(names)} profiles" if len(names) > 1 else ""
+    where = f" on {host}, the longest of {len(per_host)} hosts run at once" if len(per_host) > 1 else ""
+    cost["text"] = (f"Each repeat of a point took {cost['median_s']:,.0f} s (the median of {len(seconds)} runs, "
+                    f"{cost['min_s']:,.0f}–{cost['max_s']:,.0f} s: the client's start, warm-up and benchmark); "
+                    f"{repeats} repeat{'s' if repeats != 1 else ''} of {points} point{'s' if points != 1 else ''}"
+                    f"{profiles} took {total / 60:,.1f} min{where}, {total / repeats / 60:,.1f} min a repeat.")
+    return cost
 
 
 def problem_points(records):
@@ -432,6 +587,39 @@ def records_csv(records):
     return out.getvalue()
 
 
+TICK_GAP_PX = 4  # the least room between two x labels of a plot, in display pixels
+TICK_ROWS = 2  # rows the x labels of a plot may take, a crowded label a row lower
+
+
+def place_x_labels(figure, axes, values):
+    """Concurrency ticks at values, each label legible whatever the values: measured with the
+    renderer (each label's window extent, in display pixels), a label that would come within
+    TICK_GAP_PX of one already placed goes a row lower; one that fits no row keeps its tick mark
+    without a label. The ends first, then from the left. Returns {value: row} of the labelled
+    ticks (values left out are unlabelled)."""
+    axes.set_xticks(values, [str(v) for v in values])
+    renderer = figure.canvas.get_renderer()
+    labels = axes.get_xticklabels()
+    boxes = [label.get_window_extent(renderer) for label in labels]
+    height = max((b.height for b in boxes), default=0) * 72.0 / figure.dpi  # (pad is in points)
+    order = sorted(range(len(values)), key=lambda i: (i not in (0, len(values) - 1), i))
+    rows, placed = {}, [[] for _ in range(TICK_ROWS)]
+    for i in order:
+        box = boxes[i]
+        for row, taken in enumerate(placed):
+            if all(box.x1 + TICK_GAP_PX <= other.x0 or other.x1 + TICK_GAP_PX <= box.x0 for other in taken):
+                taken.append(box)
+                rows[i] = row
+                break
+    kept = sorted(rows)
+    axes.set_xticks([values[i] for i in kept], [str(values[i]) for i in kept])
+    axes.set_xticks([values[i] for i in range(len(values)) if i not in rows], minor=True)
+    pad = axes.xaxis.get_major_ticks()[0].get_pad() if kept else 0
+    for tick, i in zip(axes.xaxis.get_major_ticks(), kept, strict=False):
+        tick.set_pad(pad + rows[i] * (height + 1))
+    return {values[i]: rows[i] for i in kept}
+
+
 def plot_pngs(tables):
     """{file name: PNG bytes}: output tok/s and median TPOT against concurrency."""
     import matplotlib
@@ -442,30 +630,37 @@ def plot_pngs(tables):
     pngs = {}
     for name, metric, ylabel in (("throughput.png", "output_tps", "output tok/s"),
                                  ("tpot.png", "tpot_median_ms", "median TPOT (ms)")):
-        figure, axes = pyplot.subplots(figsize=(7, 4.5), dpi=100)
-        for table in tables:
-            for profile in table["profiles"]:
-                points = [(row["concurrency"], row["cells"][profile][metric])
-                          for row in table["rows"]
-                          if row["cells"][profile][metric] is not None]
-                if points:
-                    label = f"{table['host']} / {profile}" if several_hosts else profile
-                    axes.plot(*zip(*points, strict=True), marker="o", label=label)
-        concurrencies = sorted({row["concurrency"] for t in tables for row in t["rows"]})
-        axes.set_xscale("log", base=2)
-        axes.set_xticks(concurrencies, [str(c) for c in concurrencies])
-        axes.minorticks_off()
-        axes.set_xlabel("max concurrency")
-        axes.set_ylabel(ylabel)
-        axes.set_title(f"{ylabel} vs concurrency")
-        axes.grid(True, alpha=0.3)
-        if axes.lines:
-            axes.legend()
+        figure = plot_figure(pyplot, tables, metric, ylabel, several_hosts)
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", metadata={"Software": None})
         pyplot.close(figure)
         pngs[name] = buffer.getvalue()
     return pngs
+
+
+def plot_figure(pyplot, tables, metric, ylabel, several_hosts=False):
+    """The figure of one plot: metric against concurrency (log2), a line per host and profile."""
+    figure, axes = pyplot.subplots(figsize=(7, 4.5), dpi=100)
+    for table in tables:
+        for profile in table["profiles"]:
+            points = [(row["concurrency"], row["cells"][profile][metric])
+                      for row in table["rows"]
+                      if row["cells"][profile][metric] is not None]
+            if points:
+                label = f"{table['host']} / {profile}" if several_hosts else profile
+                axes.plot(*zip(*points, strict=True), marker="o", label=label)
+    concurrencies = sorted({row["concurrency"] for t in tables for row in t["rows"]})
+    axes.set_xscale("log", base=2)
+    axes.minorticks_off()
+    axes.set_xlabel("max concurrency")
+    axes.set_ylabel(ylabel)
+    axes.set_title(f"{ylabel} vs concurrency")
+    axes.grid(True, alpha=0.3)
+    if axes.lines:
+        axes.legend()
+    figure.subplots_adjust(left=0.12, right=0.97, top=0.92, bottom=0.2)  # (room for TICK_ROWS rows)
+    place_x_labels(figure, axes, concurrencies)  # (measured in this, the final, layout)
+    return figure
 
 
 def cli_args(args):
@@ -541,9 +736,11 @@ def mark_missing(run, records, failed):
 
 def make_report(results_dir, title="SGLang benchmark report", baseline_profile=None,
                 template=None, plots=True, check_mode=False, best_profile_file=False,
-                failed_hosts=None, run_id=None):
+                failed_hosts=None, run_id=None, compare_runs=None, baseline_run=None):
     """Everything the module does, as a function: returns the module result. run_id: the run id
-    the play took (bench_run_id), checked to be a safe name and results_dir's last part."""
+    the play took (bench_run_id), checked to be a safe name and results_dir's last part.
+    compare_runs: other runs of the same store to put beside this one (compare_table);
+    baseline_run: which of them the comparison's changes are against (default this run)."""
     if run_id is not None:
         check_run_id(run_id)
         if os.path.basename(os.path.normpath(str(results_dir))) != run_id:
@@ -570,34 +767,51 @@ def make_report(results_dir, title="SGLang benchmark report", baseline_profile=N
     run = mark_missing(run, records, failed_hosts)
     tables = build_tables(run, records, baseline_profile)
     standin = bool(run.get("standin")) or any(r.get("standin") for r in records)
+    compare = None
+    if baseline_run and not compare_runs and baseline_run != os.path.basename(results_dir):
+        raise ValueError(f"bench_baseline_run {baseline_run!r} names a run to compare against, but "
+                         "bench_compare_runs is empty: list the runs to put beside this one there")
+    if compare_runs:
+        this = os.path.basename(results_dir)
+        others = [(str(i), *read_run(os.path.dirname(results_dir), i, "bench_compare_runs"))
+                  for i in dict.fromkeys(str(i) for i in compare_runs) if str(i) != this]
+        runs = [(this, run, records), *others]
+        compare = {"table": compare_table(runs, baseline_run, baseline_profile),
+                   "runs": [{"run_id": i, "standin": bool(r.get("standin")) or any(x.get("standin") for x in rs),
+                             "imported": bool(r.get("imported"))} for i, r, rs in runs]}
     warnings = []
     kv = kv_summary(run, records)
     hosts = fleet_hosts(run, records, failed_hosts)
-    fleet = {"totals": fleet_totals(tables, hosts), "kv": fleet_kv(kv, hosts)} if len(hosts) > 1 else None
+    # (an imported run's hosts were not benchmarked in parallel: their sum is no fleet's)
+    fleet = ({"totals": fleet_totals(tables, hosts), "kv": fleet_kv(kv, hosts)}
+             if len(hosts) > 1 and not run.get("imported") else None)
+    cost = repeat_cost(records)
     files.update({
         "results.json": (dumps_strict({"schema_version": 1, "run": run, "records": records,
-                                       "tables": tables, "fleet": fleet}, indent=2, sort_keys=True) + "\n"),
+                                       "tables": tables, "fleet": fleet, "compare": compare,
+                                       "repeat_cost": cost},
+                                      indent=2, sort_keys=True) + "\n"),
         "results.csv": records_csv(records),
     })
     pngs, search_pngs = {}, {}
     search = search_summary(run, records)  # (a tuning search's run: its path and best)
     if plots:
         try:
-            pngs = plot_pngs(tables)
+            pngs = plot_pngs([compare["table"]] if compare else tables)
             search_pngs = pareto_png(search) if search else {}
         except ImportError:
             warnings.append("matplotlib is not installed on the controller: no PNG plots")
     in_effect, profile_notes = profiles_in_effect(run)
+    shown = tables + ([compare["table"]] if compare else [])  # (the comparison: a table of its own)
+    cells = [c for t in shown for row in t["rows"] for c in row["cells"].values()]
     context = {
-        "title": title, "standin": standin, "run": run, "tables": tables,
-        "problems": problem_points(records), "kv": kv, "fleet": fleet,
+        "title": title, "standin": standin, "run": run, "tables": shown, "compare": compare,
+        "modelled": sorted({s for c in cells if c.get("modelled") for s in c["modelled"]["time_scales"]}),
+        "problems": problem_points(records), "kv": kv, "fleet": fleet, "repeat_cost": cost,
         "search": search, "search_plot": next(iter(search_pngs), None),
         "profile_args": differing_args(in_effect), "profile_notes": profile_notes,
-        "plots": sorted(pngs), "repeats": any(c["repeats"] > 1 for t in tables
-                                              for row in t["rows"]
-                                              for c in row["cells"].values()),
-        "paced": any(c.get("standin_pace") is not None for t in tables for row in t["rows"]
-                     for c in row["cells"].values()),
+        "plots": sorted(pngs), "repeats": any(c["repeats"] > 1 for c in cells),
+        "paced": any(c.get("standin_pace") is not None for c in cells),
         "pace_min": STANDIN_PACE_MIN,
     }
     files["report.md"] = render_markdown(template, context)
@@ -615,7 +829,8 @@ def make_report(results_dir, title="SGLang benchmark report", baseline_profile=N
     if "best-profile.yml" in files:
         paths["best_profile"] = os.path.join(results_dir, "best-profile.yml")
     return {"changed": bool(written), "paths": paths, "written": written, "best": best,
-            "tables": tables, "fleet": fleet, "search": search, "standin": standin, "warnings": warnings}
+            "tables": tables, "fleet": fleet, "compare": compare, "search": search, "standin": standin,
+            "warnings": warnings}
 
 
 def main():
@@ -630,6 +845,8 @@ def main():
             "best_profile_file": {"type": "bool", "default": False},
             "play_hosts": PLAY_HOSTS_SPEC,
             "host_errors": {"type": "dict", "default": {}},
+            "compare_runs": {"type": "list", "elements": "str", "default": []},
+            "baseline_run": {"type": "str"},
         },
         supports_check_mode=True,
     )
@@ -640,7 +857,8 @@ def main():
     try:
         result = make_report(params["results_dir"], params["title"], params["baseline_profile"],
                              params["template"], params["plots"], module.check_mode,
-                             params["best_profile_file"], failed, params["run_id"])
+                             params["best_profile_file"], failed, params["run_id"],
+                             params["compare_runs"], params["baseline_run"])
     except (ResultStoreError, ValueError, OSError) as exc:
         module.fail_json(msg=str(exc), results_dir=params["results_dir"])
     for warning in result.pop("warnings"):

@@ -9,7 +9,12 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.bench_results import dumps_strict, empty_record, point_record
 from ansible.module_utils.engine_args import human_readable_int
 from ansible.module_utils.fleet import PLAY_HOSTS_SPEC, failed_hosts, hosts_with_missing
-from ansible.module_utils.input_problems import shown, yaml_boolean_names, yaml_boolean_profile_problem
+from ansible.module_utils.input_problems import (
+    separator_problem,
+    shown,
+    yaml_boolean_names,
+    yaml_boolean_profile_problem,
+)
 from ansible.module_utils.redact import redact_text
 from ansible.module_utils.result_store import ResultStoreError, RunStore, different_plan_message, new_run_id
 from ansible.module_utils.search_report import (
@@ -24,6 +29,7 @@ from ansible.module_utils.search_report import (
 )
 from ansible.module_utils.sweep import (
     capacity,
+    compare_concurrencies,
     plan_points,
     plan_signature,
     sweep_state,
@@ -50,13 +56,16 @@ description:
     returns, per host, the points to run from the host's KV capacity (module_utils/sweep.py
     plan_points - the capacity itself and the first concurrency above it run by default).
     Points already recorded are left out, so a run_id run again resumes; a sweep that had
-    already stopped at a plateau gets its remaining points as C(skipped). With C(dry_run) it
-    writes nothing.
+    already stopped at a plateau gets its remaining points as C(skipped). In a comparison
+    (C(profiles), kept in run.json as C(compared_profiles)) a host's plan adds every concurrency
+    another profile ran there within this profile's KV capacity (module_utils/sweep.py
+    compare_concurrencies). With C(dry_run) it writes nothing.
   - C(action=store) appends one point's records, one per host that ran it (C(entries); one call
     for the whole fleet, so the controller runs one module per point, not one per host) - the
     client's, or one it makes for a point that was over capacity or skipped - saves the raw client
     output beside each, and returns each host's sweep state after it (C(hosts) - stop at a
-    plateau or a failure; module_utils/sweep.py sweep_state).
+    plateau or a failure; module_utils/sweep.py sweep_state - in a comparison, run.json's
+    C(compared_profiles), never below compare_floor).
   - C(action=telemetry) appends the sweep's GPU telemetry windows (gpu_telemetry's), keeps each
     window's raw samples (its C(raw), the client's whole process) beside the point's client output
     (C(raw/HOST/PROFILE/cC-rR.gpu.csv)) and keeps server log excerpts under the run's C(logs/).
@@ -137,7 +146,11 @@ options:
     type: bool
     default: true
   profiles:
-    description: The profiles to run (validate), C(bench_profiles); a list of names.
+    description:
+      - The profiles to run (validate), C(bench_profiles); a list of names.
+      - action=plan - the profiles the run compares, in the order they sweep
+        (C(sglang_benchmark_compared_profiles)), kept in run.json as C(compared_profiles) (a
+        resume adds the new ones); empty - no comparison.
     type: raw
     default: []
   profile:
@@ -380,6 +393,9 @@ def _number(value, name, low=None, high=None, integer=False, allow_none=False):
     if value is None and allow_none:
         return None
     text = str(value).strip()
+    grouped = separator_problem(name, value) if integer else None
+    if grouped:  # (Python's int() would take 495_488 as it is)
+        raise ValueError(grouped)
     try:
         if isinstance(value, bool) or value is None:
             raise ValueError
@@ -527,22 +543,41 @@ def action_validate(params):
     return {"run_id": store.run_id, "run_dir": store.path, "resuming": existing is not None}
 
 
-def host_points(params, host, info, records, done):
-    """The points of one host, in order: the plan less what is done; points after a stop that
-    the records already show (a resumed sweep) are marked skipped."""
+def _profile_names(value):
+    """action=plan's profiles (sglang_benchmark_compared_profiles): profile names, in order."""
+    if value in (None, "", [], ()):
+        return []
+    if isinstance(value, str):
+        raise ValueError(_string_for_list(value, "sglang_benchmark_compared_profiles", '["baseline", "tuned"]'))
+    if not isinstance(value, (list, tuple)) or any(not isinstance(p, str) or not p.strip() for p in value):
+        raise ValueError(f"sglang_benchmark_compared_profiles must be a list of profile names (tune.yml sets it "
+                         f"to bench_profiles), got {shown(value)}")
+    return list(dict.fromkeys(value))
+
+
+def compared_profiles(run):
+    """The profiles a run compares (run.json's compared_profiles; [] - none)."""
+    return list((run or {}).get("compared_profiles") or [])
+
+
+def host_points(params, host, info, records, done, compared=()):
+    """The points of one host, in order: the plan (in a comparison, with the points the other
+    compared profiles ran) less what is done; points after a stop that the records already show
+    (a resumed sweep) are marked skipped."""
     tokens = (info or {}).get("max_total_num_tokens")
     kv_capacity = capacity(tokens, params["input_len"], params["output_len"]) if tokens else None
     profile = (info or {}).get("profile") or "default"
     repeats = int(params.get("repeats") or 1)
     threshold = threshold_of(params)
+    concurrencies = compare_concurrencies(params["concurrencies"], records, host, profile, kv_capacity)
     points, stopped = [], None
-    for point in plan_points(params["concurrencies"], kv_capacity, params.get("include_over_capacity"),
+    for point in plan_points(concurrencies, kv_capacity, params.get("include_over_capacity"),
                              params.get("num_prompts"), params.get("capacity_point", True)):
         for repeat in range(repeats):
             item = dict(point, repeat=repeat, kv_capacity=kv_capacity, last_repeat=repeat == repeats - 1)
             if (host, profile, point["max_concurrency"], repeat) in done:
                 if stopped is None:
-                    state = sweep_state(records, host, profile, item, threshold)
+                    state = sweep_state(records, host, profile, item, threshold, compared=compared)
                     stopped = state["reason"] if state["stop"] else None
                 continue
             if stopped and item["status"] == "planned":
@@ -563,14 +598,18 @@ def _provenance(params, plan):
 
 def action_plan(params):
     store = _store(params)
+    compared = _profile_names(params.get("profiles"))
     if not params.get("dry_run"):
         provenance = _provenance(params, params["plan"])
+        if compared:
+            provenance["compared_profiles"] = compared
         if not store.write_run_json(provenance):
             _merge_run_json(store, provenance)
+        compared = compared_profiles(store.read_run_json()) or compared
     records = store.records()
     done = store.done_points()
     hosts = params.get("hosts") or {}
-    points = {host: host_points(params, host, info, records, done) for host, info in hosts.items()}
+    points = {host: host_points(params, host, info, records, done, compared) for host, info in hosts.items()}
     return {"run_id": store.run_id, "run_dir": store.path, "points": points, "done": len(done),
             "resumed": resumed_windows(records, hosts), "changed": not params.get("dry_run")}
 
@@ -612,6 +651,9 @@ def _merge_run_json(store, provenance):
     for host, facts in (existing.get("hosts") or {}).items():
         if "missing" not in facts and "missing" in merged["hosts"][host]:
             merged["hosts"][host] = facts  # missing from a later sweep only: its facts stay
+    compared = list(dict.fromkeys(compared_profiles(existing) + compared_profiles(provenance)))
+    if compared:
+        merged["compared_profiles"] = compared
     if merged != existing:
         store.write_run_json(merged, replace=True)
 
@@ -689,6 +731,7 @@ def action_store(params):
     store = _store(params)
     stored = [(entry, *_point_record(store, params, entry)) for entry in params["entries"]]
     records = store.records()
+    compared = compared_profiles(store.read_run_json())
     out = {}
     for entry, record, skip_reason in stored:
         host = (entry.get("labels") or {}).get("host") or record.get("host")
@@ -696,7 +739,7 @@ def action_store(params):
             state = {"stop": True, "reason": skip_reason}
         else:
             state = sweep_state(records, host, record.get("profile"), entry.get("point") or {},
-                                threshold_of(params), params.get("stop_on_failure"))
+                                threshold_of(params), params.get("stop_on_failure"), compared)
         out[host] = {"record": json.loads(dumps_strict(record)), "sweep": state}
     return {"hosts": out, "run_id": store.run_id, "run_dir": store.path, "torn": store.torn, "changed": bool(out)}
 

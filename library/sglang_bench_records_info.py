@@ -3,12 +3,7 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.bench_results import (
-    BenchParseError,
-    looks_like_jsonl,
-    parse_jsonl_lines,
-    parse_stdout,
-)
+from ansible.module_utils.bench_results import BenchParseError, parse_saved
 
 DOCUMENTATION = r"""
 ---
@@ -22,7 +17,9 @@ description:
     result block or JSONL line.
   - Parsing is done by C(module_utils/bench_results.py), the same parser every
     other module and the report use.
-  - Reads only; never changes anything, so check mode returns the same records.
+  - Reads only; never changes anything, so check mode returns the same records. To store such
+    outputs as a run of the result store (and report them beside a measured run), use
+    C(playbooks/import.yml) (module C(bench_import)).
 options:
   path:
     description: File of saved client stdout, or a JSONL result file.
@@ -92,14 +89,7 @@ format:
 
 def import_records(text, fmt="auto", labels=None):
     """(records, format read) from file text; raises BenchParseError."""
-    if fmt == "auto":
-        fmt = "jsonl" if looks_like_jsonl(text) else "stdout"
-    if fmt == "jsonl":
-        records = parse_jsonl_lines(text)
-    else:
-        records = parse_stdout(text)
-        if not records:
-            raise BenchParseError("no 'Serving Benchmark Result' block found")
+    records, fmt = parse_saved(text, fmt)
     for record in records:
         record.update({k: v for k, v in (labels or {}).items() if v is not None})
     return records, fmt

@@ -1,6 +1,7 @@
 # The deploy path against real SGLang (molecule/real-sglang): the sglang role installs
 # inventory/example's release (0.5.10.post1, torch 2.9.1 with its CUDA wheels) from PyPI into a
-# test host and every profile's args are checked against `python -m sglang.launch_server --help`.
+# test host through its lock (mk/lock.mk), the installed set is checked equal to the lock, and
+# every profile's args are checked against `python -m sglang.launch_server --help`.
 # PyPI's wheels and Debian's packages are cached under $(SGLPB_CACHE)/real-sglang, so only the
 # first run downloads (several GB). Not part of `make test` (see the README for its cost): in
 # `make test-extra`, which CI runs after make test (.ci/run).

@@ -45,6 +45,15 @@ Optional keys (``OPTIONAL_KEYS``; absent unless a caller sets them):
     from_stdout list of str: the values the client printed but left out of its JSONL,
                 taken from its stdout ("itl_ms.max": SGLang's clients print "Max ITL
                 (ms):" and write no max_itl_ms)
+    standin_pace
+                float: a stand-in's point only - the measured output tok/s over what the
+                stand-in's model predicts at its time scale (module_utils/sweep.py standin_pace)
+    standin_time_scale
+                float: a stand-in's point only - the stand-in's wall seconds per modelled second
+                (its --standin-time-scale, /standin/model "time_scale"); modelled_figures() turns
+                the wall figures into modelled seconds with it
+    source_sha256
+                str: an imported record's only - the sha256 of the saved output it came from
 """
 from __future__ import annotations
 
@@ -70,7 +79,8 @@ RECORD_KEYS = (
 ) + LATENCY_KEYS
 
 OPTIONAL_KEYS = ("gpu", "error", "raw_path", "server_args", "standin", "started", "finished",
-                 "telemetry_window", "from_stdout")
+                 "telemetry_window", "from_stdout", "standin_pace", "standin_time_scale",
+                 "source_sha256")
 GPU_KEYS = ("index", "power_w_mean", "power_w_max", "util_pct_mean",
             "mem_used_mib_max", "sm_clock_mhz_mean")
 STATUSES = ("ok", "failed", "over_capacity", "skipped")
@@ -508,3 +518,50 @@ def parse_any(text: str) -> list[dict[str, Any]]:
         raise BenchParseError(
             "no 'Serving Benchmark Result' block and no JSONL result line found")
     return records
+
+
+def parse_saved(text: str, fmt: str = "auto") -> tuple[list[dict[str, Any]], str]:
+    """(records, the format read) from a saved client output: ``fmt`` "jsonl", "stdout", or
+    "auto" (JSONL when the first non-blank line is a JSON object, else stdout). BenchParseError
+    when it holds no result (the sglang_bench_records_info and bench_import modules' one reader)."""
+    if fmt == "auto":
+        fmt = "jsonl" if looks_like_jsonl(text) else "stdout"
+    if fmt == "jsonl":
+        return parse_jsonl_lines(text), fmt
+    records = parse_stdout(text)
+    if not records:
+        raise BenchParseError("no 'Serving Benchmark Result' block found")
+    return records, fmt
+
+
+# --------------------------------------------------------------------------
+# A stand-in's figures in its modelled seconds.
+# --------------------------------------------------------------------------
+# The stand-in lasts time_scale wall seconds for each modelled second (standin/sglang_standin/
+# server.py Engine.run: a step of duration_s modelled seconds ends duration_s * time_scale wall
+# seconds after the last; its /standin/model divides the modelled tok/s by the time scale for
+# what a client measures). So in modelled seconds a rate is the wall rate times the time scale,
+# and a time is the wall time over it.
+RATE_FIGURES = ("total_tps", "output_tps", "output_min", "output_max")
+TIME_FIGURES = ("tpot_median_ms", "ttft_median_ms")
+
+
+def modelled_figures(figures: dict[str, Any], time_scale: Any) -> dict[str, Any] | None:
+    """The throughput (RATE_FIGURES: tok/s) and latency (TIME_FIGURES: ms) figures of
+    ``figures`` (a report cell) in the stand-in's modelled seconds, or None without a positive
+    time scale (a real server, a record from before the time scale was recorded)."""
+    try:
+        scale = float(time_scale)
+    except (TypeError, ValueError):
+        return None
+    if not scale > 0 or math.isinf(scale):
+        return None
+    out: dict[str, Any] = {}
+    for key in RATE_FIGURES:
+        value = figures.get(key)
+        out[key] = None if value is None else value * scale
+    for key in TIME_FIGURES:
+        value = figures.get(key)
+        out[key] = None if value is None else value / scale
+    out["time_scale"] = scale
+    return out

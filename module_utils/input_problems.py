@@ -4,6 +4,7 @@ space visible, a YAML boolean named as one). The rules themselves live with each
 (module_utils/server_inputs.py, module_utils/router_inputs.py, library/bench_store.py)."""
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +24,22 @@ def shown(value: Any) -> str:
         return f"{value!r} (note the space around it)"
     return repr(value)
 
+
+
+# A whole number written with thousands separators (495,488, 495_488, 495 488): -e passes it as a
+# string; Python's int() takes 495_488 and a comma makes it a word, so it is refused by name.
+_GROUPED_NUMBER = re.compile(r"^\s*[0-9]{1,3}([,_ ][0-9]{3})+\s*$")
+
+
+def separator_problem(variable: str, value: Any) -> str | None:
+    """The message for a whole number written with thousands separators (a string such as
+    '495,488', '495_488' or '495 488'), naming the variable and the number to write; None for
+    anything else (other checks judge it)."""
+    if isinstance(value, str) and _GROUPED_NUMBER.match(value):
+        digits = re.sub(r"[^0-9]", "", value)
+        return (f"{variable} is {value.strip()!r}, a number with thousands separators: write it without them, "
+                f"e.g. -e {variable}={digits}")
+    return None
 
 
 def yaml_boolean_names(names: Any) -> list[str]:

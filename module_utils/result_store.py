@@ -7,7 +7,8 @@ A run directory holds:
     telemetry.jsonl  one line per point's GPU telemetry window
                    ({host, profile, max_concurrency, repeat, gpu}), appended when a sweep
                    ends; records() joins it into the records' "gpu"
-    raw/           per-point raw client output (write_raw())
+    raw/           per-point raw client output (write_raw()); raw/imported/ the saved client
+                   outputs an imported run was made of (write_source(), bench_import)
     logs/          server log excerpts (write_log())
     report.md, results.json, results.csv, *.png, best-profile.yml
                    (written by bench_report through write_file())
@@ -378,9 +379,40 @@ class RunStore:
         _makedirs(folder)
         return os.path.join(folder, f"c{max_concurrency}-r{repeat}.{suffix}")
 
+    def write_source(self, sha256: str, name: str, text: str) -> str:
+        """Keep a saved client output an imported run was made of (bench_import) as
+        raw/imported/<sha256[:12]>-<name>, secret-named values redacted; returns its path in the run."""
+        folder = os.path.join(self.path, "raw", "imported")
+        _makedirs(folder)
+        path = os.path.join(folder, f"{_safe_part(sha256)[:12]}-{_safe_part(os.path.basename(str(name)))}")
+        _write(path, redact_text(text))
+        return os.path.relpath(path, self.path)
+
     def write_raw(self, record: dict, suffix: str, text: str) -> str:
         """Keep a point's raw client output beside its record; returns its path in the run."""
         path = self.raw_path(record.get("host"), record.get("profile"), record.get("max_concurrency"),
                              record.get("repeat") or 0, suffix)
         _write(path, text)
         return os.path.relpath(path, self.path)
+
+
+def recorded_kv_tokens(results_dir: str | os.PathLike[str], host: str) -> tuple[int, str] | None:
+    """The KV cache size (max_total_num_tokens) the newest run under results_dir recorded for
+    host, and the records file it came from: a plan made before any host is reachable starts
+    from it when bench_kv_tokens is not given. Runs are taken newest first (run ids begin with
+    their UTC time, new_run_id), within a run the last record of the host that has the figure;
+    None when no run has one. A directory that is not a run (no records) is passed over."""
+    base = os.path.abspath(os.path.expanduser(str(results_dir)))
+    try:
+        names = sorted(os.listdir(base), reverse=True)
+    except OSError:
+        return None
+    for name in names:
+        if not _RUN_ID.match(name) or not os.path.isfile(os.path.join(base, name, RECORDS)):
+            continue
+        store = RunStore(base, name, create=False)
+        for record in reversed(store.records()):
+            tokens = record.get("max_total_num_tokens")
+            if record.get("host") == host and isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
+                return tokens, store.records_path
+    return None

@@ -16,7 +16,10 @@ deploy.yml's first play (and before restart.yml / tune.yml restart anything).
     profile   the profile named by sglang_profile exists in sglang_server_profiles.
     values    the args as they will run (the profile over sglang_server_args): a model-path,
               a port in 1-65535, a positive tp-size, mem-fraction-static strictly between 0
-              and 1, max-running-requests a positive integer or auto.
+              and 1, max-running-requests a positive integer or auto; an absolute model-path
+              outside the folders the unit's sandbox hides (/home, /root, /run/user, /tmp,
+              /var/tmp: module_utils/model_path.py, whose host check, the sglang_model_path
+              module, reads the rest as the service's user).
     secrets   no secret-named server arg or non-secret env name, and no bind beyond loopback
               without an API key: module_utils/redact.py's rule (server_problems), given the
               names gathered here, never values.
@@ -40,6 +43,7 @@ from typing import Any
 
 from ansible.module_utils.engine_args import canonical_args
 from ansible.module_utils.input_problems import shown, yaml_boolean_names, yaml_boolean_profile_problem
+from ansible.module_utils.model_path import is_absolute, model_path_arg, sandbox_problem
 from ansible.module_utils.redact import server_problems
 
 ARG_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
@@ -196,6 +200,7 @@ def check_values(args: Mapping, overlay: Mapping | None = None, profile: str | N
     Each message names the variable the value comes from."""
     # (an alias such as tensor-parallel-size is tp-size to SGLang: module_utils/engine_args.py;
     # each message names the arg as written)
+    given_args, given_overlay = args, overlay
     args, args_written, _ = canonical_args(args)
     overlay, overlay_written, _ = canonical_args(overlay or {})
     merged = {**args, **overlay}
@@ -212,6 +217,11 @@ def check_values(args: Mapping, overlay: Mapping | None = None, profile: str | N
     if model is None or model is False or not str(model).strip():
         problems.append("model-path is missing: set sglang_server_args['model-path'] to a Hugging Face repo id "
                         "or a local path")
+    else:  # (a folder the unit's sandbox hides: module_utils/model_path.py; the host checks the rest)
+        value, label = model_path_arg(given_args, given_overlay, profile)
+        hidden = sandbox_problem(label, str(value)) if is_absolute(value) else None
+        if hidden:
+            problems.append(hidden)
     port = merged.get("port", 30000)
     if not (_positive_integer(port) and int(str(port)) <= 65535):
         problems.append(f"{written('port')} {shown(port)} is out of range: use 1-65535 ({where('port')})")

@@ -3,7 +3,9 @@
 - the KV capacity arithmetic (capacity), and the server args as they run with
   max-running-requests: auto resolved from it (resolve_server_args);
 - the plan (plan_points: which concurrencies run, which are over capacity);
-- the median over repeats (median) and the plateau stop (plateau, sweep_state);
+- the median over repeats (median) and the plateau stop (plateau, sweep_state), which in a
+  comparison of profiles saves only points no other profile needs (compare_floor,
+  compare_concurrencies);
 - the peak of a profile and the best profile of a run (pick_best);
 - whether a stand-in's point kept its model's pace (standin_pace, kept_pace).
 
@@ -251,16 +253,54 @@ def peak(medians: dict[int, float]) -> tuple[int, float] | None:
     return top, medians[top]
 
 
+RAN = ("ok", "failed")  # a point that ran (a skipped or over-capacity record did not)
+
+
+def others_ran(records: Iterable[dict], host: Any, profile: Any) -> set[int]:
+    """The concurrencies another profile of the run ran (ok or failed) on host."""
+    return {int(r["max_concurrency"]) for r in records
+            if r.get("host") == host and r.get("profile") != profile and r.get("status") in RAN
+            and r.get("max_concurrency") is not None}
+
+
+def compare_floor(records: Iterable[dict], host: Any, profile: Any, compared: Iterable[Any] = ()) -> float:
+    """The concurrency below which the plateau stop may not end profile's sweep on host.
+
+    A comparison of profiles compares like with like: every profile runs every point any other
+    ran, so a plateau stop saves only points no other profile needs. compared: the profiles the
+    run compares (tune.yml's bench_profiles), swept one after the other. While one of them has
+    no record on host yet, it may still run any point of the plan: no stop at all (inf). Then
+    the floor is the highest concurrency another profile (compared, or with records on host)
+    ran there (0 when none: a lone profile, as benchmark.yml runs, stops at its plateau).
+    """
+    records = list(records)
+    swept = {r.get("profile") for r in records if r.get("host") == host}
+    if any(p not in swept for p in compared if p != profile):
+        return float("inf")
+    return float(max(others_ran(records, host, profile), default=0))
+
+
+def compare_concurrencies(concurrencies: Iterable[Any], records: Iterable[dict], host: Any, profile: Any,
+                          kv_capacity: int | None) -> list[int]:
+    """The concurrencies to plan for profile on host: those asked for and every one another
+    profile of the run ran there (its capacity point) that fits in this profile's KV capacity,
+    so a later profile covers an earlier one's points (plan_points adds its own capacity point
+    and first concurrency above it as ever)."""
+    extra = {c for c in others_ran(records, host, profile) if kv_capacity is None or c <= kv_capacity}
+    return sorted({int(c) for c in concurrencies} | extra)
+
+
 def sweep_state(records: list[dict], host: Any, profile: Any, point: dict,
-                threshold: float | None = DEFAULT_PLATEAU, stop_on_failure: bool = False) -> dict:
+                threshold: float | None = DEFAULT_PLATEAU, stop_on_failure: bool = False,
+                compared: Iterable[Any] = ()) -> dict:
     """Whether the sweep of (host, profile) goes on after `point` was recorded.
 
     point: the plan's point just recorded ({max_concurrency, repeat, last_repeat}).
     The plateau stop is decided once a concurrency's last repeat is in: the median total
     tok/s there against the previous concurrency's median; it gains less than threshold
-    (None: never stop). A profile does not stop below the concurrency where another
-    profile of the run peaked on this host, so every profile is measured where the others
-    were best. stop_on_failure stops at a failed point.
+    (None: never stop). It never stops below compare_floor (compared: the profiles the run
+    compares), so every profile of a comparison has every point the others ran.
+    stop_on_failure stops at a failed point.
     Returns {stop, reason, peak_concurrency, peak_total_throughput}.
     """
     medians = medians_by_concurrency(records, host, profile)
@@ -280,10 +320,7 @@ def sweep_state(records: list[dict], host: Any, profile: Any, point: dict,
     earlier = [c for c in medians if c < concurrency]
     if not earlier:
         return state
-    floor = max((p[0] for p in (peak(medians_by_concurrency(records, host, other))
-                                for other in {r.get("profile") for r in records
-                                              if r.get("host") == host} - {profile}) if p),
-                default=0)
+    floor = compare_floor(records, host, profile, compared)
     before, now = medians[max(earlier)], medians[concurrency]
     if concurrency >= floor and plateau(before, now, threshold):
         state.update(stop=True, reason=(

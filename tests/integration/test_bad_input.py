@@ -46,6 +46,16 @@ DEPLOY = {
                             "sglang_version 0.4.0 is not in the compatibility table"),
     "cuda13_sglang_on_cuda12": ({"sglang_engine": "sglang", "sglang_version": "0.5.23", "cuda_toolkit_version": "12.8"},
                                 "needs a CUDA 13.0 lane"),
+    # (a release the table has, through the override, and no lock of: refused, the opt-out named)
+    "sglang_release_without_lock": (
+        {"sglang_engine": "sglang", "sglang_version": "0.5.8", "cuda_toolkit_version": "12.8",
+         "sglang_compat_override": {"0.5.8": {"torch": "2.9.1", "cuda_python": "12.9", "kernel": "sgl-kernel 0.3.20",
+                                              "cuda_lane": "12.8"}}},
+        "no lock of SGLang 0.5.8 for Python 3.11 (sglang_lock: "),
+    "sglang_extra_package_not_in_the_lock": (
+        {"sglang_engine": "sglang", "sglang_version": "0.5.10.post1", "cuda_toolkit_version": "12.8",
+         "sglang_extra_packages": ["FlashInfer_Python==0.6.8"]},
+        "sglang-0.5.10.post1-py3.11.txt does not fit this install: it lacks flashinfer-python==0.6.8"),
     "unknown_engine": ({"sglang_engine": "vllm"}, "sglang_engine"),
     "port_out_of_range": ({"sglang_server_args": args(port=70000)}, "port 70000 is out of range: use 1-65535"),
     "port_not_a_number": ({"sglang_server_args": args(port="http")}, "port 'http' is out of range: use 1-65535"),
@@ -80,6 +90,10 @@ DEPLOY = {
                                  "max-running-requests -5 must be a positive integer or auto"),
     "max_running_requests_word": ({"sglang_server_args": args(**{"max-running-requests": "lots"})},
                                   "max-running-requests 'lots' must be a positive integer or auto"),
+    # (the unit's ProtectHome=true hides /home: tests/integration/test_model_path_host.py has the host's checks)
+    "model_path_under_home": ({"sglang_server_args": args(**{"model-path": "/home/me/GLM"})},
+                              "sglang_server_args.model-path /home/me/GLM: the service cannot see /home "
+                              "(ProtectHome=true in the unit"),
     "args_not_a_dict": ({"sglang_server_args": ["model-path", "org/model"]},
                         "sglang_server_args must be a dict of flag: value, one server arg a key (e.g. tp-size: 8), "
                         'got a list ["model-path", "org/model"]'),

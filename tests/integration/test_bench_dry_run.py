@@ -1,6 +1,7 @@
 """benchmark.yml -e bench_dry_run=true on a host with inventory/example's settings and the
-reference VM's 495,488 KV tokens: the plan (with the capacity point) and the exact client
-command lines, checked against the real client's --help, and nothing run or written. The
+reference VM's 495,488 KV tokens: the plan (playbooks/plan.yml, made on the controller: with the
+capacity point) and the exact client command lines, checked against the real client's --help
+(sglang_benchmark_plan_client_python: the plan's client venv), and nothing run or written. The
 client is SGLang's real one from the client venv (`make client-venv`). The run's events
 (ansible-runner) give the dry run's message and say which tasks started. No server answers
 where the dry run looks (the server's port is the harness's NO_SERVER_PORT, held bound and
@@ -21,17 +22,18 @@ def example_vars(tmp_path, **more):
     keep = ("sglang_server_profiles", "sglang_profile", "cuda_toolkit_version")
     return {**{k: EXAMPLE[k] for k in keep}, "sglang_server_args": {**EXAMPLE["sglang_server_args"], "port": NO_SERVER_PORT},
             "sglang_benchmark_client": "rust",
-            "sglang_benchmark_client_python": str(CLIENT), "bench_results_dir": str(tmp_path / "results"), **more}
+            "sglang_benchmark_client_python": str(CLIENT), "sglang_benchmark_plan_client_python": str(CLIENT),
+            "bench_results_dir": str(tmp_path / "results"), **more}
 
 
 def test_dry_run_prints_the_plan_and_the_client_command_lines(tmp_path):
     run = run_playbook(tmp_path, "benchmark.yml", example_vars(tmp_path),
                        extra={"bench_dry_run": True, "bench_kv_tokens": 495488, "sglang_server_health_timeout": 5})
     assert run.rc == 0, run.explain()
-    shown = run.result("Show the plan and the client command lines", "gpu-vm")["msg"]
+    shown = run.result("Show the plan", "gpu-vm")["msg"]
     text = " ".join(" ".join(shown).split())
-    assert "KV cache 495488 tokens = 1935 requests of 256 tokens" in text
-    assert "sglang.benchmark.rust_client (SGLang 0.5.23)" in text and "its --help takes every flag" in text
+    assert "KV cache 495488 tokens (bench_kv_tokens) = 1935 requests of 256 tokens" in text
+    assert f"sglang.benchmark.rust_client (SGLang 0.5.23, {CLIENT})" in text and "its --help takes every flag" in text
     for concurrency, prompts in ((256, 1280), (512, 2560), (1024, 5120), (1935, 9675), (2048, 10240)):
         assert f"--num-prompts {prompts} --max-concurrency {concurrency} " in text, concurrency
     assert '"max_concurrency": 1935, "num_prompts": 9675, "over_capacity": false, "capacity_point": true' in text

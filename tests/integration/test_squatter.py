@@ -10,10 +10,12 @@ Bearer header in the real 0.5.11 client's argument echo), is kept redacted, 0600
 folders."""
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import pwd
 import stat
+import sys
 
 import pytest
 import squatter
@@ -74,7 +76,9 @@ def test_a_squatter_is_refused_by_name_before_anything_reaches_it(tmp_path, squa
 
 def test_the_servers_own_listener_gets_the_key_on_server_info_only_and_the_raw_output_is_private(tmp_path, squatted):
     port, pid, log = squatted
-    run = run_playbook(tmp_path, "benchmark.yml", host_vars(tmp_path, port, sglang_server_main_pid=pid),
+    # (the server's venv: this test's own Python, whose packages run.json must list)
+    run = run_playbook(tmp_path, "benchmark.yml", host_vars(tmp_path, port, sglang_server_main_pid=pid,
+                                                            sglang_server_python=sys.executable),
                        extra={"bench_run_id": "owned"})
     assert run.rc == 0, run.explain()
     reached = squatter.requests(log)
@@ -85,6 +89,9 @@ def test_the_servers_own_listener_gets_the_key_on_server_info_only_and_the_raw_o
     assert all(r["headers"].get("Authorization") == f"Bearer {KEY}" for r in info)  # the recorder sees one
     run_json = json.loads((tmp_path / "results/owned/run.json").read_text())
     assert run_json["hosts"]["gpu-vm"]["max_total_num_tokens"] == squatter.MADE_UP_KV
+    packages = run_json["hosts"]["gpu-vm"]["venv_packages"]
+    assert f"pyyaml=={importlib.metadata.version('PyYAML')}" in packages and packages == sorted(packages)
+    assert f"pytest=={importlib.metadata.version('pytest')}" in packages
 
     store = tmp_path / "results" / "owned"
     raw = store / "raw" / "gpu-vm" / "default"

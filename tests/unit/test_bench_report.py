@@ -154,6 +154,37 @@ def test_repeats_give_median_spread_and_noise_verdict(tmp_path):
     assert "2,000 tot / 1,000 out (out 980–1,040, n=3)" in report
 
 
+def test_the_report_says_what_a_repeat_costs_from_the_records_elapsed_times(tmp_path):
+    records = []
+    for repeat in range(3):
+        for index, concurrency in enumerate((256, 512)):
+            for profile, seconds in (("baseline", 40 + 10 * index), ("tuned", 60 + 10 * index)):
+                start = 1000.0 * (repeat + 1) + 100 * index
+                records.append(point(profile, concurrency, 2000, 1000 + repeat, repeat=repeat,
+                                     started=start, finished=start + seconds))
+    records.append(br.empty_record(host="gpu-vm-1", profile="tuned", max_concurrency=4096, repeat=0,
+                                   status="skipped"))  # (not run: costs nothing)
+    result = bench_report.make_report(make_run(tmp_path, records), template=TEMPLATE)
+    cost = json.loads(Path(result["paths"]["results_json"]).read_text())["repeat_cost"]
+    # 12 runs of 40, 50, 60 and 70 s: median 55; (40 + 50 + 60 + 70) x 3 = 660 s = 11 min, 3.7 a repeat
+    assert {k: cost[k] for k in ("median_s", "min_s", "max_s", "runs", "repeats", "points", "profiles",
+                                 "total_s", "per_repeat_s")} == {
+        "median_s": 55.0, "min_s": 40.0, "max_s": 70.0, "runs": 12, "repeats": 3, "points": 2,
+        "profiles": 2, "total_s": 660.0, "per_repeat_s": 220.0}
+    report = Path(result["paths"]["report_md"]).read_text()
+    assert ("Each repeat of a point took 55 s (the median of 12 runs, 40–70 s: the client's start, warm-up "
+            "and benchmark); 3 repeats of 2 points × 2 profiles took 11.0 min, 3.7 min a repeat.") in report
+    assert "gets no noise verdict" not in report
+    # one repeat: the report says how to get the verdict; untimed records: no cost line
+    one = bench_report.make_report(make_run(tmp_path / "one", [r for r in records if r["repeat"] == 0]),
+                                   template=TEMPLATE)
+    text = Path(one["paths"]["report_md"]).read_text()
+    assert "1 repeat of 2 points × 2 profiles took 3.7 min" in text and "`-e bench_repeats=3` gives it one" in text
+    bare = [point("baseline", 256, 2000, 1000), point("tuned", 256, 2000, 1000)]
+    assert "Each repeat" not in Path(bench_report.make_report(make_run(tmp_path / "bare", bare), template=TEMPLATE)
+                                     ["paths"]["report_md"]).read_text()
+
+
 def test_a_stand_in_point_short_of_its_models_pace_is_not_compared(tmp_path):
     records = []
     for repeat in (0, 1):

@@ -4,7 +4,9 @@ tail of a killed writer, telemetry joined into the records."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import bench_report
 import bench_store
 import pytest
 from ansible.module_utils.result_store import ResultStoreError, RunStore
@@ -13,11 +15,12 @@ VALIDATE = {"concurrencies": [256, 512], "num_prompts": None, "input_len": 128, 
             "context_len": None, "repeats": 1, "profiles": ["baseline"], "timeout": 3600,
             "plateau_threshold": 0.03, "known_profiles": {"baseline": {}, "tuned": {}}, "plan": {"c": [256, 512]}}
 REF_KV = 495488  # the reference VM: 1,935 requests of 128 + 128 tokens
+TEMPLATE = str(Path(__file__).resolve().parents[2] / "templates" / "report.md.j2")
 
 
 def plan_params(tmp_path, run_id, **change):
     return {**VALIDATE, "results_dir": str(tmp_path), "run_id": run_id, "include_over_capacity": False,
-            "capacity_point": True, "provenance": {}, "dry_run": False,
+            "capacity_point": True, "provenance": {}, "dry_run": False, "profiles": [],
             "hosts": {"h1": {"max_total_num_tokens": REF_KV, "profile": "tuned"}}, **change}
 
 
@@ -187,6 +190,99 @@ def test_plateau_stop_records_the_rest_as_skipped_and_a_resume_agrees(tmp_path):
     assert "plateau" in rest[0]["skip_reason"]
 
 
+# The reference's two profiles on its VM (1,935 requests of KV): total tok/s per concurrency.
+# The baseline (max-running-requests 1024) is flat from 1024 on; tuned (2048) gains to 2048.
+REFERENCE_TOTALS = {"baseline": {256: 1410, 512: 2212, 1024: 3262, 1935: 3270, 2048: 3268},
+                    "tuned": {256: 1410, 512: 2212, 1024: 3262, 1935: 4050, 2048: 4190}}
+
+
+def sweep_profile(tmp_path, run_id, profile, compared, repeats=3, stop_after=None):
+    """One profile's sweep as sweep.yml and point.yml run it: plan (with the compared profiles),
+    then each point stored in turn, a point after a stop recorded as skipped; stop_after: the
+    controller killed after that many points. Returns the points planned."""
+    params = plan_params(tmp_path, run_id, concurrencies=[256, 512, 1024, 2048], repeats=repeats,
+                         profiles=compared, hosts={"h1": {"max_total_num_tokens": REF_KV, "profile": profile}})
+    points = bench_store.action_plan(params)["points"]["h1"]
+    state = {"stop": False, "reason": None}
+    for index, point in enumerate(points):
+        if stop_after is not None and index == stop_after:
+            break
+        entry = {"point": point, "labels": {"host": "h1", "profile": profile, "run_id": run_id}, "sweep": state}
+        if point["status"] == "planned" and not state["stop"]:
+            total = REFERENCE_TOTALS[profile][point["max_concurrency"]] + 10 * point["repeat"]
+            entry["run"] = {"record": dict(ok_record(point, total), profile=profile), "started": 100.0 + index,
+                            "finished": 130.0 + index}
+        params = store_params(tmp_path, run_id, point)
+        params["entries"] = [entry]
+        state = bench_store.action_store(params)["hosts"]["h1"]["sweep"]
+    return points
+
+
+def compared_points(tmp_path, run_id):
+    """{(profile, concurrency): [status of each repeat]} of the run's records."""
+    out = {}
+    for r in RunStore(str(tmp_path), run_id).records():
+        out.setdefault((r["profile"], r["max_concurrency"]), []).append(r["status"])
+    return out
+
+
+def test_a_compare_runs_every_point_for_every_profile_the_baseline_past_its_plateau(tmp_path):
+    """tune.yml's default: baseline then tuned, 3 repeats. Alone the baseline stops at 1935 (its
+    plateau) and skips 2048; compared with tuned, both run 2048 three times, and run.json says
+    which profiles the run compares."""
+    alone = sweep_profile(tmp_path, "alone", "baseline", [])
+    assert len(alone) == 15
+    assert compared_points(tmp_path, "alone")[("baseline", 2048)] == ["skipped"] * 3
+    for profile in ("baseline", "tuned"):
+        sweep_profile(tmp_path, "cmp", profile, ["baseline", "tuned"])
+    got = compared_points(tmp_path, "cmp")
+    assert got == {(p, c): ["ok"] * 3 for p in ("baseline", "tuned") for c in (256, 512, 1024, 1935, 2048)}
+    run = json.loads((tmp_path / "cmp" / "run.json").read_text())
+    assert run["compared_profiles"] == ["baseline", "tuned"]
+    # the report compares them at 2048 with a noise verdict (3 repeats), and says what a repeat cost
+    run["profiles"] = {"baseline": {"max-running-requests": 1024}, "tuned": {"max-running-requests": 2048}}
+    (tmp_path / "cmp" / "run.json").write_text(json.dumps(run))
+    report = bench_report.make_report(str(tmp_path / "cmp"), template=TEMPLATE)
+    top = {row["concurrency"]: row for row in report["tables"][0]["rows"]}[2048]
+    assert top["cells"]["baseline"]["repeats"] == top["cells"]["tuned"]["repeats"] == 3
+    assert top["change"]["tuned"]["within_noise"] is False and top["change"]["tuned"]["text"] == "+28%"
+    assert "3 repeats of 5 points × 2 profiles took 15.0 min" in (tmp_path / "cmp" / "report.md").read_text()
+
+
+def test_a_killed_compare_resumes_to_the_same_records(tmp_path):
+    """The controller killed in the baseline's sweep (after 13 of its 15 points), then the whole
+    of tune.yml again with the run id: every point of both profiles recorded once, ok."""
+    compared = ["baseline", "tuned"]
+    sweep_profile(tmp_path, "killed", "baseline", compared, stop_after=13)
+    for profile in ("baseline", "tuned"):
+        sweep_profile(tmp_path, "killed", profile, compared)
+    records = RunStore(str(tmp_path), "killed").records()
+    keys = [(r["profile"], r["max_concurrency"], r["repeat"]) for r in records]
+    assert len(keys) == len(set(keys)) == 30 and {r["status"] for r in records} == {"ok"}
+    # and a finished run run again runs nothing
+    assert sweep_profile(tmp_path, "killed", "baseline", compared) == []
+    assert sweep_profile(tmp_path, "killed", "tuned", compared) == []
+
+
+def test_a_later_profile_with_more_kv_plans_the_capacity_point_another_ran(tmp_path):
+    params = plan_params(tmp_path, "kv", concurrencies=[256, 2048], profiles=["baseline", "tuned"],
+                         hosts={"h1": {"max_total_num_tokens": REF_KV, "profile": "baseline"}})
+    base = bench_store.action_plan(params)["points"]["h1"]
+    for point in base:
+        params_store = store_params(tmp_path, "kv", point, dict(ok_record(point, 1000 + point["max_concurrency"]),
+                                                                profile="baseline"))
+        params_store["entries"][0]["labels"]["profile"] = "baseline"
+        bench_store.action_store(params_store)
+    tuned = bench_store.action_plan(dict(params, hosts={"h1": {"max_total_num_tokens": 600000, "profile": "tuned"}}))
+    assert [p["max_concurrency"] for p in tuned["points"]["h1"]] == [256, 1935, 2048]
+
+
+@pytest.mark.parametrize("bad", ["baseline,tuned", [True], {"baseline": 1}])
+def test_compared_profiles_not_a_list_of_names_is_refused_naming_the_variable(tmp_path, bad):
+    with pytest.raises(ValueError, match="sglang_benchmark_compared_profiles"):
+        bench_store.action_plan(plan_params(tmp_path, "bad", profiles=bad))
+
+
 def test_one_store_call_records_every_hosts_point_and_answers_each_sweep(tmp_path):
     """point.yml stores the point of every host in one call: each host's record is appended and
     each host gets its own sweep state (h1 plateaus, h2 goes on, h3's sweep had stopped)."""
@@ -335,3 +431,11 @@ def test_a_host_missing_from_a_sweep_is_marked_and_keeps_facts_it_had(tmp_path):
     bench_store.action_plan(plan_params(tmp_path, "r", provenance={"hosts": {"h2": {"gpu_count": 8}}},
                                         play_hosts={"all": hosts, "active": ["h2"], "rank0": {"h3": False}}))
     assert RunStore(tmp_path, "r").read_run_json()["hosts"] == {"h1": {"gpu_count": 8}, "h2": {"gpu_count": 8}}
+
+
+def test_a_count_with_thousands_separators_is_refused_naming_it():
+    """Python's int() takes 495_488; the store refuses it as the playbooks' checks do."""
+    import bench_store
+    with pytest.raises(ValueError, match=r"bench_kv_tokens is '495_488', a number with thousands separators.*495488"):
+        bench_store._number("495_488", "bench_kv_tokens", low=0, integer=True)
+    assert bench_store._number("495488", "bench_kv_tokens", low=0, integer=True) == 495488

@@ -193,6 +193,58 @@ def test_sweep_state_medians_over_repeats_and_the_floor_of_another_profile():
     assert sweep.sweep_state(base, "h1", "baseline", {"max_concurrency": 128})["stop"]
 
 
+REFERENCE_PLAN = (256, 512, 1024, 1935, 2048)  # [256, 512, 1024, 2048] with the capacity point
+
+
+def reference_baseline(upto=2048):
+    """The reference's baseline (max-running-requests 1024): flat from 1024 on."""
+    total = {256: 1410, 512: 2212, 1024: 3262, 1935: 3270, 2048: 3268}
+    return [rec(c, total[c], "baseline", repeat=r) for c in REFERENCE_PLAN if c <= upto for r in range(3)]
+
+
+def test_a_compared_profile_does_not_stop_while_another_has_yet_to_sweep():
+    # The reference story: the baseline plateaus at 1935 (+0.2% over 1024); alone it stops
+    # there, but in a comparison with tuned still to sweep, tuned may run 2048, so it goes on.
+    records = reference_baseline(upto=1935)
+    point = {"max_concurrency": 1935, "repeat": 2, "last_repeat": True}
+    assert sweep.sweep_state(records, "h1", "baseline", point)["stop"]
+    assert sweep.compare_floor(records, "h1", "baseline", ["baseline", "tuned"]) == float("inf")
+    state = sweep.sweep_state(records, "h1", "baseline", point, compared=["baseline", "tuned"])
+    assert not state["stop"] and state["reason"] is None
+    # a comparison of one profile, or none: the plateau stop as ever
+    assert sweep.sweep_state(records, "h1", "baseline", point, compared=["baseline"])["stop"]
+
+
+def test_the_last_compared_profile_runs_every_point_the_others_ran_then_may_stop():
+    base = reference_baseline()
+    tuned = [rec(c, t, "tuned") for c, t in ((256, 1410), (512, 2212), (1024, 3262), (1935, 3275))]
+    compared = ["baseline", "tuned"]
+    # tuned plateaus at 1935, but the baseline ran 2048: tuned must too
+    assert sweep.compare_floor(base + tuned, "h1", "tuned", compared) == 2048
+    point = {"max_concurrency": 1935, "repeat": 0}
+    assert not sweep.sweep_state(base + tuned, "h1", "tuned", point, compared=compared)["stop"]
+    # at 2048, the highest point any profile ran, its plateau stops it (nothing beyond is needed)
+    more = tuned + [rec(2048, 3280, "tuned"), rec(4096, 3290, "tuned")]
+    assert sweep.sweep_state(base + more, "h1", "tuned", {"max_concurrency": 4096, "repeat": 0},
+                             compared=compared)["stop"]
+    # a skipped or over-capacity record of another profile is no point it ran; another host's neither
+    other = [rec(4096, None, "baseline", status="skipped"), rec(8192, 9000, "baseline", host="h2")]
+    assert sweep.compare_floor(base + other + tuned, "h1", "tuned", compared) == 2048
+
+
+def test_a_later_profile_plans_the_points_another_ran_within_its_capacity():
+    # baseline's capacity point 1935 ran; tuned (a larger KV pool, capacity 2300) plans it too;
+    # a point another ran above this profile's capacity is left to the over-capacity rule
+    base = reference_baseline() + [rec(3000, 3300, "baseline", status="failed")]
+    assert sweep.compare_concurrencies([256, 512, 1024, 2048], base, "h1", "tuned", 2300) == [
+        256, 512, 1024, 1935, 2048]
+    assert sweep.compare_concurrencies([256, 2048], base, "h1", "tuned", None) == [
+        256, 512, 1024, 1935, 2048, 3000]
+    assert sweep.compare_concurrencies([256, 2048], base, "h2", "tuned", 2300) == [256, 2048]
+    # (its own records are no other profile's)
+    assert sweep.compare_concurrencies([256], base, "h1", "baseline", 2300) == [256]
+
+
 def test_sweep_state_stop_on_failure():
     records = [rec(256, 1000), rec(512, None, status="failed")]
     point = {"max_concurrency": 512, "repeat": 0}

@@ -52,7 +52,11 @@ def test_tune_sweeps_both_profiles_and_tuned_wins_at_the_top(host):
     recs = [r for r in records("molecule-tune") if r["host"] == host]
     by = {(r["profile"], r["max_concurrency"]): r for r in recs}
     # 241: the KV capacity (30,968 tokens / 128 a request), a point of its own in the plan.
-    assert set(by) == {(p, c) for p in ("baseline", "tuned") for c in (64, 241, 256)}
+    assert set(by) == {(p, c) for p in ("baseline", "tuned") for c in (128, 241, 256)}
+    # Like with like, 3 times (tune.yml's default): the baseline, flat past 128, ran 256 too (alone
+    # its plateau stop would have skipped it), each point's repeats 0, 1 and 2, every one ok.
+    assert sorted((r["profile"], r["max_concurrency"], r["repeat"]) for r in recs) == sorted(
+        (p, c, i) for p in ("baseline", "tuned") for c in (128, 241, 256) for i in range(3))
     assert all(r["status"] == "ok" for r in recs)
     # 256 > the KV capacity of 241 requests: run as asked, flagged in the report.
     top_base, top_tuned = by[("baseline", 256)], by[("tuned", 256)]
@@ -67,8 +71,16 @@ def test_tune_run_json_and_report():
     assert run["profiles"]["tuned"]["max-running-requests"] == 256
     assert set(run["hosts"]) == set(HOSTS) and run["hosts"][HOSTS[0]]["gpu_count"] == 8
     assert "molecule-bench-key" not in (RESULTS / "molecule-tune" / "run.json").read_text()
+    assert run["compared_profiles"] == ["baseline", "tuned"]
     report = (RESULTS / "molecule-tune" / "report.md").read_text()
     assert "stand-in" in report.lower()
+    # each change gets its noise verdict (3 repeats), and the report says what the repeats cost
+    results = json.loads((RESULTS / "molecule-tune" / "results.json").read_text())
+    top = {row["concurrency"]: row for row in results["tables"][0]["rows"]}[256]
+    assert top["cells"]["baseline"]["repeats"] == top["cells"]["tuned"]["repeats"] == 3
+    if top["cells"]["baseline"]["kept_pace"] and top["cells"]["tuned"]["kept_pace"]:  # (else "not comparable")
+        assert top["change"]["tuned"]["within_noise"] is not None, top["change"]
+    assert "3 repeats of 3 points × 2 profiles took" in report
     # what took effect, from the server role's engine check at each profile's start: the stand-in
     # of 0.5.10.post1 reads no decode steps, and 256 is below its cap on this pool
     effect = run["profiles_in_effect"]["tuned"][HOSTS[0]]

@@ -4,10 +4,13 @@ snapshot_download(repo, revision).
 
 The hub's repos and their files' sizes are read from /etc/fake-hf/models.json; a repo missing
 there is unreachable (model_info raises, as without a network). snapshot_download lays the files
-out as huggingface_hub does under $HF_HOME/hub (blobs, snapshots, refs), takes a few seconds (so
-that a server started before it finished would show), and records in
+out as huggingface_hub does under $HF_HOME/hub (blobs, snapshots, refs), each blob growing as
+NAME.incomplete in four steps over about four seconds in all (so that a server started before it
+finished would show, and the download's progress lines have bytes to count), and records in
 $HF_HOME/fake-hf-download.json who ran it, with which HF_HOME, the sha256 of the HF_TOKEN it saw
-(never the token) and when it started and finished (time.monotonic(), systemd's clock).
+(never the token) and when it started and finished (time.monotonic(), systemd's clock). A file
+whose name starts with "fail-" breaks the download halfway through that file (OSError), as a
+connection reset would.
 """
 import hashlib
 import json
@@ -45,18 +48,23 @@ class HfApi:
 def snapshot_download(repo_id, revision=None):
     started = time.monotonic()
     files = _files(repo_id)
-    time.sleep(3)
     repo = os.path.join(os.environ["HF_HOME"], "hub", "models--" + repo_id.replace("/", "--"))
     snapshot = os.path.join(repo, "snapshots", COMMIT)
     for sub in ("blobs", "refs", snapshot):
         os.makedirs(os.path.join(repo, sub), exist_ok=True)
+    step = 1.0 / max(len(files), 1)
     for name, size in files.items():
-        blob = hashlib.sha256(f"{repo_id}/{name}".encode()).hexdigest()
-        with open(os.path.join(repo, "blobs", blob), "wb") as f:
-            f.truncate(size)
+        blob = os.path.join(repo, "blobs", hashlib.sha256(f"{repo_id}/{name}".encode()).hexdigest())
+        with open(blob + ".incomplete", "wb") as f:
+            for quarter in range(1, 5):
+                time.sleep(step)
+                if name.startswith("fail-") and quarter == 3:
+                    raise OSError(f"fake hub: connection reset while downloading {name}")
+                f.truncate(size * quarter // 4)
+        os.replace(blob + ".incomplete", blob)
         link = os.path.join(snapshot, name)
         if not os.path.islink(link):
-            os.symlink(os.path.join("..", "..", "blobs", blob), link)
+            os.symlink(os.path.join("..", "..", "blobs", os.path.basename(blob)), link)
     with open(os.path.join(repo, "refs", revision or "main"), "w") as f:
         f.write(COMMIT)
     token = os.environ.get("HF_TOKEN")
