@@ -55,6 +55,12 @@ options:
       C(<cache_dir>/client-venv-<sglang_version>/bin/python).
     type: str
     default: ""
+  configured_python:
+    description:
+      - The client's python as the inventory names it (C(sglang_benchmark_client_python)); used when the
+        controller has that path too, before the project's venvs.
+    type: str
+    default: ""
   cache_dir:
     description: The project's C(.cache) directory (client venvs, SGLang's sources).
     type: path
@@ -163,8 +169,21 @@ def client_venv(params):
             return python, None
         return None, (f"the client venv sglang_benchmark_plan_client_python ({python}) does not exist: the client "
                       "command lines below are NOT checked against the client's --help")
+    # (the client's python as the inventory names it, where the controller has that path too: a
+    # client run from the controller, or a test's venv)
+    configured = params.get("configured_python") or ""
+    if os.path.isabs(configured) and os.path.exists(configured):
+        return configured, None
+    cache = params.get("cache_dir") or ".cache"
+    if params.get("client") == "rust":
+        python = os.path.join(cache, "client-venv", "bin", "python")
+        if os.path.exists(python):
+            return python, None
+        return None, (f"the Rust client's venv {os.path.dirname(os.path.dirname(python))} does not exist, so the client "
+                      "command lines below are NOT checked against the client's --help: run `make client-venv`, "
+                      "then plan again")
     version = params.get("sglang_version") or "?"
-    venv = os.path.join(params.get("cache_dir") or ".cache", f"client-venv-{version}")
+    venv = os.path.join(cache, f"client-venv-{version}")
     python = os.path.join(venv, "bin", "python")
     if os.path.exists(python):
         return python, None
@@ -221,6 +240,7 @@ def main():
         "output_len": {"type": "raw", "default": 128},
         "sglang_version": {"type": "str"},
         "client_python": {"type": "str", "default": ""},
+        "configured_python": {"type": "str", "default": ""},
         "cache_dir": {"type": "path"},
         "requirements_dir": {"type": "path"},
         "client": {"type": "str", "default": "python"},

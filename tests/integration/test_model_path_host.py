@@ -2,8 +2,9 @@
 before anything changes, by the host check (the sglang_model_path module, module_utils/model_path.py)
 run on this machine (connection local, as root): one host per case in one check-mode run.
 
-The models lie under the repository's .cache/ (not under /tmp: the unit has its own /tmp,
-PrivateTmp=true, and the controller check refuses a model there). On this machine the sglang
+The models lie under /srv (not under the clone, which may be under /tmp or /home: the unit has its
+own /tmp, PrivateTmp=true, and hides /home, ProtectHome=true, and the controller check refuses a
+model there). On this machine the sglang
 user does not exist yet, as on a fresh host: the check reads the permission bits it will get;
 the host that runs as nobody (an existing user) is checked as that user itself.
 """
@@ -12,7 +13,7 @@ import shutil
 import tempfile
 
 import pytest
-from harness import BASE_VARS, REPO, run_playbook, tasks_on
+from harness import BASE_VARS, run_playbook, tasks_on
 
 VALIDATION_PLAY = "Check the inputs and the GPUs before changing anything"
 DEPLOY_PLAY = "Deploy the SGLang server"
@@ -23,8 +24,8 @@ CHECK = "Check the service's user can read a local model-path"
 def models():
     """base/open/model (readable by all), base/closed/model (its parent 0700), base/noconf (no
     config.json): {name: path}."""
-    (REPO / ".cache").mkdir(exist_ok=True)
-    base = tempfile.mkdtemp(prefix="sglpb-model-path-", dir=REPO / ".cache")
+    os.makedirs("/srv", exist_ok=True)
+    base = tempfile.mkdtemp(prefix="sglpb-test-model-path-", dir="/srv")
     paths = {}
     for name, parent_mode in (("open", 0o755), ("closed", 0o700)):
         model = f"{base}/{name}/model"

@@ -120,3 +120,13 @@ def test_a_number_with_thousands_separators_is_refused(tmp_path, written):
     assert f"bench_kv_tokens is '{written}', a number with thousands separators" in text, run.explain()
     assert "-e bench_kv_tokens=495488" in text, text
     assert not [e for e in run.events if e.get("event") == "runner_on_unreachable"], run.explain()
+
+
+def test_a_release_outside_the_compatibility_table_is_refused_by_the_plan(tmp_path):
+    """The plan checks the release as deploy.yml's first play does (roles/sglang
+    validate_release.yml), without a host."""
+    run = plan(tmp_path, bench_kv_tokens=495488, sglang_version="0.4.0")
+    assert run.rc != 0
+    text = " ".join(f.text() for f in run.failures)
+    assert "sglang_version 0.4.0 is not in the compatibility table" in text, run.explain()
+    assert not [e for e in run.events if e.get("event") == "runner_on_unreachable"], run.explain()

@@ -1,7 +1,7 @@
 """benchmark.yml with bench_target=router, then benchmark.yml against the server in the same
 ansible-playbook run (as molecule's fleet scenario does): the second benchmark's client goes to
-the server, not to the router the first one left behind. Both are dry runs (the client command
-lines, checked against the real client's --help, nothing run); the router is a stand-in that
+the server, not to the router the first one left behind. Both are plans (playbooks/plan.yml: the client command
+lines, checked against the real client's --help, nothing run or contacted); the router is a stand-in that
 answers /readiness on this machine (on a free port); the server's port is the harness's
 NO_SERVER_PORT, where nothing answers. The run's events (ansible-runner) give each dry run's
 command lines."""
@@ -13,7 +13,7 @@ import pytest
 from harness import BASE_VARS, NO_SERVER_PORT, REPO, check_no_server, playbook_run
 
 CLIENT = REPO / ".cache" / "client-venv" / "bin" / "python"
-SHOWN = "Show the plan and the client command lines"
+SHOWN = "Show the plan"
 
 
 def test_a_benchmark_after_one_through_the_router_goes_to_the_server(tmp_path, json_server):
