@@ -1,0 +1,232 @@
+#!/usr/bin/python
+"""Ansible module gpu_health: the preflight's health findings of a GPU host."""
+from __future__ import annotations
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.gpu_health import (
+    cpu_list_text,
+    findings,
+    nccl_result,
+    p2p_result,
+    parse_cpu_list,
+    parse_df,
+    parse_selftest,
+    parse_smi_q,
+    parse_xid,
+)
+
+DOCUMENTATION = r"""
+---
+module: gpu_health
+short_description: Health findings of a GPU host (P2P, NCCL, PCIe, BAR1, persistence, ECC, shm, Xid, NUMA)
+description:
+  - Judges the results of the gpu_preflight role's GPU self-test (C(files/gpu_selftest.py), its
+    P2P copies and NCCL all-reduce) and reads the host itself - C(nvidia-smi -q) (PCIe link
+    generation and width against their maximum, BAR1, persistence mode, uncorrectable ECC
+    errors, row remapping, the recovery action), the kernel log (C(dmesg), else
+    C(journalctl -k)) for NVRM Xid lines, C(df -k) of C(/dev/shm), the CPUs this process may
+    run on against each GPU's local CPUs.
+  - Returns each finding as one sentence that says what to do, with its level - error only
+    where the server cannot work, warning otherwise, ok for a check that passed. The rules
+    are in C(module_utils/gpu_health.py).
+  - Returns the P2P verdict (works, broken or unavailable) that the NCCL settings rest on.
+  - Only reads; check mode returns the same.
+options:
+  nvidia_smi:
+    description: nvidia-smi to run for C(nvidia-smi -q).
+    type: str
+    default: nvidia-smi
+  smi_q_path:
+    description: A saved C(nvidia-smi -q) to read instead of running it.
+    type: path
+  kernel_log_path:
+    description: A saved kernel log to read instead of C(dmesg) / C(journalctl -k).
+    type: path
+  shm_path:
+    description: The shared-memory mount NCCL uses.
+    type: path
+    default: /dev/shm
+  service_cpus:
+    description:
+      - The CPUs the service may run on, a CPU list such as C(0-15,32-47). Empty - the CPUs
+        this module's process may run on (the service's unit sets no CPUAffinity).
+    type: str
+    default: ""
+  gpus:
+    description: The C(gpus) fact of gpu_facts (count, affinity, p2p_available).
+    type: dict
+    required: true
+  tp_size:
+    description: GPUs of this host one server uses (tp-size x pp-size / nnodes).
+    type: int
+    default: 1
+  p2p_test:
+    description: The self-test's C(p2p) JSON (text or dict); absent when it did not run.
+    type: raw
+  nccl_test:
+    description: The self-test's C(nccl) JSON (text or dict); absent when it did not run.
+    type: raw
+  tests_not_run:
+    description: Why the GPU tests did not run (goes into their findings).
+    type: str
+  only_p2p:
+    description: Return only the P2P verdict (for the NCCL settings before the all-reduce).
+    type: bool
+    default: false
+author:
+  - sglang-playbooks
+"""
+
+EXAMPLES = r"""
+- name: Judge the host
+  gpu_health:
+    gpus: "{{ gpus }}"
+    tp_size: 8
+    p2p_test: "{{ p2p_run.stdout }}"
+    nccl_test: "{{ nccl_run.stdout }}"
+  register: health
+
+- name: Fail on an error
+  ansible.builtin.assert:
+    that: health.errors | length == 0
+    fail_msg: "{{ health.errors | join(' ') }}"
+"""
+
+RETURN = r"""
+p2p:
+  description: >-
+    The P2P verdict - tested, verdict (works, broken, unavailable; null when untested), works,
+    gbps (slowest pair), pairs (each with pair, verdict, gbps, peer_access, error, hung), reason.
+  returned: always
+  type: dict
+nccl:
+  description: >-
+    The all-reduce - ran, ok, world_size, busbw_gbps, algbw_gbps, timed_out, deadline_s, error,
+    sum_wrong, env.
+  returned: unless only_p2p
+  type: dict
+findings:
+  description: Each finding - check, level (error, warning, ok), gpu (index or null), message.
+  returned: unless only_p2p
+  type: list
+  elements: dict
+errors:
+  description: The messages of the findings of level error.
+  returned: unless only_p2p
+  type: list
+  elements: str
+gpus:
+  description: What C(nvidia-smi -q) says per GPU (module_utils/gpu_health.py parse_smi_q).
+  returned: unless only_p2p
+  type: list
+  elements: dict
+"""
+
+
+def _read(path):
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return handle.read()
+
+
+def _selftest(module, value, test):
+    try:
+        return parse_selftest(value, test)
+    except (ValueError, TypeError) as exc:
+        module.fail_json(msg=f"{test}_test: {exc}")
+
+
+def _kernel_log(module, path):
+    if path:
+        try:
+            return _read(path), None
+        except OSError as exc:
+            return None, str(exc)
+    errors = []
+    for argv in (["dmesg"], ["journalctl", "-k", "--no-pager", "-q"]):
+        binary = module.get_bin_path(argv[0])
+        if not binary:
+            errors.append(f"{argv[0]}: not found")
+            continue
+        rc, out, err = module.run_command([binary, *argv[1:]])
+        if rc == 0:
+            return out, None
+        errors.append(f"{' '.join(argv)}: {(err or out).strip()[:120] or 'rc ' + str(rc)}")
+    return None, "; ".join(errors)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            nvidia_smi=dict(type="str", default="nvidia-smi"),
+            smi_q_path=dict(type="path"),
+            kernel_log_path=dict(type="path"),
+            shm_path=dict(type="path", default="/dev/shm"),
+            service_cpus=dict(type="str", default=""),
+            gpus=dict(type="dict", required=True),
+            tp_size=dict(type="int", default=1),
+            p2p_test=dict(type="raw"),
+            nccl_test=dict(type="raw"),
+            tests_not_run=dict(type="str"),
+            only_p2p=dict(type="bool", default=False),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    gpus = params["gpus"]
+    count = int(gpus.get("count") or 0)
+    p2p = p2p_result(_selftest(module, params["p2p_test"], "p2p"), count)
+    if params["only_p2p"]:
+        module.exit_json(changed=False, p2p=p2p)
+    nccl = nccl_result(_selftest(module, params["nccl_test"], "nccl"))
+
+    smi_q, smi_q_error = None, None
+    if params["smi_q_path"]:
+        try:
+            smi_q = parse_smi_q(_read(params["smi_q_path"]))
+        except OSError as exc:
+            smi_q_error = str(exc)
+    else:
+        name = params["nvidia_smi"]
+        binary = (name if os.access(name, os.X_OK) else None) if os.sep in name else module.get_bin_path(name)
+        if binary:
+            rc, out, err = module.run_command([binary, "-q"])
+            if rc == 0:
+                smi_q = parse_smi_q(out)
+            else:
+                smi_q_error = f"nvidia-smi -q: rc {rc}: {(err or out).strip()[:200]}"
+        else:
+            smi_q_error = f"{params['nvidia_smi']} not found"
+    if smi_q is not None and not smi_q:
+        smi_q, smi_q_error = None, "it lists no GPU"
+
+    log_text, log_error = _kernel_log(module, params["kernel_log_path"])
+    xids = parse_xid(log_text) if log_text is not None else None
+
+    shm = None
+    if os.path.exists(params["shm_path"]):
+        rc, out, _err = module.run_command(["df", "-k", "-P", params["shm_path"]])
+        shm = parse_df(out) if rc == 0 else None
+
+    if params["service_cpus"].strip():
+        allowed = parse_cpu_list(params["service_cpus"])
+        if allowed is None:
+            module.fail_json(msg=f"service_cpus (gpu_preflight_service_cpus): {params['service_cpus']!r} is "
+                             "not a CPU list such as 0-15,32-47")
+        allowed_text = params["service_cpus"].strip()
+    else:
+        allowed = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        allowed_text = cpu_list_text(allowed) if allowed else None
+
+    result = findings(smi_q=smi_q, smi_q_error=smi_q_error, gpu_count=count, tp_size=params["tp_size"],
+                      affinity=gpus.get("affinity") or {}, allowed_cpus=allowed, allowed_cpus_text=allowed_text,
+                      shm=shm, shm_path=params["shm_path"], xids=xids, kernel_log_error=log_error,
+                      p2p=p2p, topo_p2p_available=gpus.get("p2p_available"), nccl=nccl,
+                      tests_not_run=params["tests_not_run"])
+    module.exit_json(changed=False, p2p=p2p, nccl=nccl, findings=result, gpus=smi_q or [],
+                     errors=[f["message"] for f in result if f["level"] == "error"])
+
+
+if __name__ == "__main__":
+    main()
