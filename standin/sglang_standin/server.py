@@ -11,6 +11,7 @@ import uuid
 
 from . import __version__, config, dist, faults, landscape, logs, tokenizer
 from .httpserver import HTTPServer, Request, Response, json_response, parse_bearer
+from .metrics import RequestMetrics
 from .model import Request as EngineRequest
 from .model import Scheduler, simulate_benchmark
 
@@ -41,12 +42,20 @@ class Engine:
         self.gen_throughput = 0.0
         self._log_tokens = 0
         self._log_model_s = 0.0
+        # sglang:prompt_tokens_total and sglang:generation_tokens_total: SGLang's tokenizer manager
+        # adds a request's prompt and generated tokens once it finishes (observability/
+        # metrics_collector.py observe_one_finished_request, 0.5.11:1393-1404, from
+        # tokenizer_manager.py:2174), not token by token
         self.prompt_tokens_total = 0
+        self.generation_tokens_total = 0
         self.requests_total = 0
+        # (SGLang's latency histograms, kept only with --enable-metrics)
+        self.request_metrics = RequestMetrics() if getattr(args, "enable_metrics", False) else None
 
     def submit(self, req: EngineRequest) -> None:
+        if self.request_metrics is not None and not req.rid.startswith(INTERNAL_RIDS):
+            self.request_metrics.submitted(req.rid, time.perf_counter())
         self.scheduler.add(req)
-        self.prompt_tokens_total += req.input_len
         self.requests_total += 1
         self.wake.set()
 
@@ -90,7 +99,13 @@ class Engine:
         sched = self.scheduler
         self._log_tokens += len(progressed)
         self._log_model_s += step.duration_s
+        metrics, now = self.request_metrics, time.perf_counter()
         for req in progressed:
+            if metrics is not None:
+                metrics.progressed(req.rid, now, req.finished_tokens or 0, req.finished_tokens is not None)
+            if req.finished_tokens is not None:
+                self.prompt_tokens_total += req.input_len
+                self.generation_tokens_total += req.finished_tokens
             if req.finished_tokens is not None and not req.rid.startswith(INTERNAL_RIDS):
                 self.served += 1
             if req.on_progress is not None:
@@ -370,7 +385,14 @@ class StandinServer:
         return Response(200, self._prometheus(), "text/plain; version=0.0.4; charset=utf-8")
 
     def _prometheus(self) -> str:
-        label = f'{{model_name="{self.args.served_model_name}",engine_type="unified",tp_rank="0",pp_rank="0"}}'
+        # (SGLang's label sets: the scheduler's gauges {model_name, engine_type, tp_rank, pp_rank,
+        # moe_ep_rank}, scheduler_metrics_mixin.py 0.5.11:133-139; the tokenizer manager's
+        # counters {model_name, engine_type}, as a real 0.5.11 scrape shows them,
+        # tests/fixtures/real-sglang-0.5.11/A-metrics.after.txt)
+        label = (f'{{model_name="{self.args.served_model_name}",engine_type="unified",tp_rank="0",pp_rank="0",'
+                 'moe_ep_rank="0"}')
+        tokenizer_label = f'{{model_name="{self.args.served_model_name}",engine_type="unified"}}'
+        tokenizer_counters = ("prompt_tokens_total", "generation_tokens_total", "num_requests_total")
         eng = self.engine
         sched = eng.scheduler if eng else None
         used = sched.used_tokens() if sched else 0
@@ -390,14 +412,16 @@ class StandinServer:
             ("prompt_tokens_total", "counter", "Number of prefill tokens processed.",
              eng.prompt_tokens_total if eng else 0),
             ("generation_tokens_total", "counter", "Number of generation tokens processed.",
-             sched.generated_tokens if sched else 0),
+             eng.generation_tokens_total if eng else 0),
             ("num_requests_total", "counter", "Number of requests processed.",
              eng.requests_total if eng else 0),
         ]
         out = []
         for name, kind, help_text, value in rows:
             out += [f"# HELP sglang:{name} {help_text}", f"# TYPE sglang:{name} {kind}",
-                    f"sglang:{name}{label} {float(value)}"]
+                    f"sglang:{name}{tokenizer_label if name in tokenizer_counters else label} {float(value)}"]
+        if eng is not None and eng.request_metrics is not None:
+            out += eng.request_metrics.lines(tokenizer_label[1:-1])  # (the tokenizer manager's too)
         return "\n".join(out) + "\n"
 
     # -- generation --------------------------------------------------------------
@@ -461,6 +485,8 @@ class StandinServer:
     def _abort(self, req: EngineRequest) -> None:
         if req.finished_tokens is None:
             self.engine.scheduler.abort(req)
+            if self.engine.request_metrics is not None:
+                self.engine.request_metrics.abandoned(req.rid)
 
     async def generate(self, request: Request) -> Response:
         if self.engine is None or not self.ready and not self.args.skip_server_warmup:

@@ -106,6 +106,25 @@ def test_metrics(server):
     assert 'sglang:max_total_num_tokens{model_name="glm-5"' in text
 
 
+def test_metrics_count_a_finished_requests_tokens_with_sglangs_labels(start_server):
+    # SGLang's tokenizer manager adds a request's prompt and generated tokens once it finishes
+    # (metrics_collector.py observe_one_finished_request), under {model_name, engine_type}; the
+    # scheduler's gauges carry tp_rank, pp_rank and moe_ep_rank (a real 0.5.11 scrape:
+    # tests/fixtures/real-sglang-0.5.11/A-metrics.after.txt). Read by the benchmark's parser.
+    from ansible.module_utils.server_metrics import scrape_sample
+    srv = start_server("--enable-metrics")
+    before = scrape_sample(srv.request("GET", "/metrics")[1].decode())
+    data = srv.json("POST", "/generate", {"input_ids": [1, 2, 3, 4], "sampling_params": {"max_new_tokens": 7}})
+    assert data["meta_info"]["completion_tokens"] == 7
+    text = srv.request("GET", "/metrics")[1].decode()
+    after = scrape_sample(text)
+    assert after["generation_tokens"] - before["generation_tokens"] == 7
+    assert after["prompt_tokens"] - before["prompt_tokens"] == 4
+    assert after["running_reqs"] == 0 and after["queue_reqs"] == 0
+    assert 'sglang:generation_tokens_total{model_name="standin/model",engine_type="unified"} ' in text
+    assert 'tp_rank="0",pp_rank="0",moe_ep_rank="0"}' in text
+
+
 def test_metrics_off_without_flag(start_server):
     srv = start_server()
     assert srv.request("GET", "/metrics")[0] == 404
