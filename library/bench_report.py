@@ -14,6 +14,7 @@ from ansible.module_utils.bench_results import (
     LATENCY_STATS,
     RECORD_KEYS,
     dumps_strict,
+    energy_figures,
     modelled_figures,
 )
 from ansible.module_utils.engine_args import engine_limit
@@ -27,6 +28,7 @@ from ansible.module_utils.fleet import (
 )
 from ansible.module_utils.result_store import ResultStoreError, RunStore, check_run_id
 from ansible.module_utils.search_report import pareto_png, search_summary
+from ansible.module_utils.server_metrics import flags as server_flags
 from ansible.module_utils.sweep import (
     STANDIN_PACE_MIN,
     capacity,
@@ -48,9 +50,18 @@ description:
   - The report has the provenance, the KV capacity with the recommended
     max-running-requests, one comparison table per host (rows are
     concurrencies; per profile total / output tok/s, the change of each
-    profile against the baseline, TPOT and TTFT medians, power per GPU), a
+    profile against the baseline, TPOT and TTFT medians, power per GPU, joules
+    per output token and each point's flags), a
     line for every point that was over capacity or failed and, with repeats,
     the median and min-max spread of each point with a "within noise" verdict.
+  - The flags come from the server's own counters (the records' C(server_metrics), from its
+    C(/metrics); module_utils/server_metrics.py C(flags)) - the client's and the server's output
+    tokens more than 2% apart, or a client-bound point (the server's running requests peaked
+    below 80% of the concurrency with an empty queue and room in the KV pool). Joules per output
+    token are the GPUs' energy over the point's window (the records' C(energy), from
+    telemetry.jsonl; module_utils/energy.py) over the client's output tokens; without telemetry,
+    or with samples too sparse, they are empty and the report says why. results.csv has both,
+    and energy.png plots J per output token against concurrency.
   - What a repeat costs - each point's run (its client's start to end, the records' C(started) and
     C(finished)) and the sweep's time over its repeats, points and profiles - is said under the
     tables (results.json C(repeat_cost)).
@@ -243,7 +254,7 @@ standin:
 """
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-CELL_METRICS = ("total_tps", "output_tps", "tpot_median_ms", "ttft_median_ms", "power_w_per_gpu")
+CELL_METRICS = ("total_tps", "output_tps", "tpot_median_ms", "ttft_median_ms", "power_w_per_gpu", "j_per_token")
 SAME_BELOW_PCT = 1.0  # |change| below this reads "same" (as in the hand-made table)
 
 
@@ -266,6 +277,7 @@ def _metrics(record):
         "tpot_median_ms": median_of("tpot_ms"),
         "ttft_median_ms": median_of("ttft_ms"),
         "power_w_per_gpu": gpu_power_per_gpu(record),
+        "j_per_token": energy_figures(record)["j_per_output_token"],
     }
 
 
@@ -280,7 +292,7 @@ def aggregate(records):
         statuses = sorted({r["status"] for r in records})
         errors = sorted({r.get("error") for r in records if r.get("error")})
         return {"status": "/".join(statuses), "repeats": 0, "error": "; ".join(errors) or None,
-                "modelled": None, **dict.fromkeys(CELL_METRICS)}
+                "modelled": None, "flags": [], **dict.fromkeys(CELL_METRICS)}
     cell = {"status": "ok", "repeats": len(ok), "error": None}
     per_metric = [_metrics(r) for r in ok]
     for name in CELL_METRICS:
@@ -295,6 +307,8 @@ def aggregate(records):
     cell["kept_pace"] = all(kept_pace(r) for r in ok)
     cell["modelled"] = modelled_cell(ok, per_metric)
     cell["standin"] = any(bool(r.get("standin")) for r in ok)
+    # (module_utils/server_metrics.py flags: a repeat's flag is the cell's)
+    cell["flags"] = sorted({f["flag"] for r in ok for f in server_flags(r)})
     return cell
 
 
@@ -378,7 +392,7 @@ def build_tables(run, records, baseline=None):
                 group = [r for r in mine if r["profile"] == profile
                          and r["max_concurrency"] == concurrency]
                 cells[profile] = aggregate(group) if group else {
-                    "status": "missing", "repeats": 0, "error": None, "modelled": None,
+                    "status": "missing", "repeats": 0, "error": None, "modelled": None, "flags": [],
                     **dict.fromkeys(CELL_METRICS)}
             rows.append({
                 "concurrency": concurrency,
@@ -483,6 +497,35 @@ def repeat_cost(records):
     return cost
 
 
+def server_checks(records):
+    """What the report says of the server's own counters and the energy: flagged (each ok point
+    with a flag of module_utils/server_metrics.py: host, profile, concurrency, repeat, texts),
+    metrics (ok points with the server's generation_tokens, of ok points) and metrics_notes (why
+    the others have none), energy (ok points with a J/token figure) and energy_notes (why the
+    others have none)."""
+    ok = [r for r in records if r["status"] == "ok"]
+    flagged, metrics_notes, energy_notes = [], [], []
+    with_metrics = with_energy = 0
+    for r in sorted(ok, key=lambda r: (str(r["host"]), str(r["profile"]), r["max_concurrency"] or 0, r["repeat"] or 0)):
+        found = server_flags(r)
+        if found:
+            flagged.append({"host": r["host"], "profile": r["profile"], "concurrency": r["max_concurrency"],
+                            "repeat": r["repeat"], "texts": [f["text"] for f in found]})
+        metrics = r.get("server_metrics")
+        if isinstance(metrics, dict) and metrics.get("generation_tokens") is not None:
+            with_metrics += 1
+        else:
+            metrics_notes.append((metrics or {}).get("note") or "the point was run without scraping /metrics")
+        figures = energy_figures(r)
+        if figures["j_per_output_token"] is not None:
+            with_energy += 1
+        else:
+            energy_notes.append(figures["note"])
+    return {"flagged": flagged, "points": len(ok), "metrics": with_metrics,
+            "metrics_notes": sorted(set(metrics_notes)), "energy": with_energy,
+            "energy_notes": sorted(set(energy_notes))}
+
+
 def problem_points(records):
     """Points not measured cleanly: over capacity, failed or skipped (a failed point that a
     resumed run measured afterwards is not one)."""
@@ -571,7 +614,11 @@ def differing_args(profiles):
 def records_csv(records):
     latency_cols = [f"{k}_{s}" for k in LATENCY_KEYS for s in LATENCY_STATS]
     flat = [k for k in RECORD_KEYS if k not in LATENCY_KEYS]
-    columns = flat + latency_cols + ["gpu_count", "gpu_power_w_mean", "standin", "error", "raw_path"]
+    server_cols = ["server_generation_tokens", "server_prompt_tokens"] + [
+        f"server_{k}_{s}" for k in ("running_reqs", "queue_reqs", "token_usage") for s in ("mean", "max")]
+    energy_cols = ["energy_j", "j_per_output_token", "output_tokens_per_j"]
+    columns = (flat + latency_cols + ["gpu_count", "gpu_power_w_mean"] + energy_cols + server_cols
+               + ["flags", "standin", "error", "raw_path"])
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
@@ -582,6 +629,16 @@ def records_csv(records):
                 row[f"{key}_{stat}"] = (r.get(key) or {}).get(stat)
         row["gpu_count"] = len(r.get("gpu") or []) or None
         row["gpu_power_w_mean"] = gpu_power_per_gpu(r)
+        figures = energy_figures(r)
+        row.update(energy_j=figures["joules"], j_per_output_token=figures["j_per_output_token"],
+                   output_tokens_per_j=figures["output_tokens_per_j"])
+        metrics = r.get("server_metrics") or {}
+        row.update(server_generation_tokens=metrics.get("generation_tokens"),
+                   server_prompt_tokens=metrics.get("prompt_tokens"))
+        for key in ("running_reqs", "queue_reqs", "token_usage"):
+            for stat in ("mean", "max"):
+                row[f"server_{key}_{stat}"] = (metrics.get(key) or {}).get(stat)
+        row["flags"] = " ".join(f["flag"] for f in server_flags(r)) or None
         row.update(standin=r.get("standin"), error=r.get("error"), raw_path=r.get("raw_path"))
         writer.writerow({k: "" if v is None else v for k, v in row.items()})
     return out.getvalue()
@@ -621,15 +678,18 @@ def place_x_labels(figure, axes, values):
 
 
 def plot_pngs(tables):
-    """{file name: PNG bytes}: output tok/s and median TPOT against concurrency."""
+    """{file name: PNG bytes}: output tok/s and median TPOT against concurrency, and J per output
+    token (energy.png) when any point has that figure."""
     import matplotlib
     matplotlib.use("Agg")
     from matplotlib import pyplot
 
     several_hosts = len(tables) > 1
     pngs = {}
-    for name, metric, ylabel in (("throughput.png", "output_tps", "output tok/s"),
-                                 ("tpot.png", "tpot_median_ms", "median TPOT (ms)")):
+    plots = [("throughput.png", "output_tps", "output tok/s"), ("tpot.png", "tpot_median_ms", "median TPOT (ms)")]
+    if any(c.get("j_per_token") is not None for t in tables for row in t["rows"] for c in row["cells"].values()):
+        plots.append(("energy.png", "j_per_token", "J per output token (all GPUs)"))
+    for name, metric, ylabel in plots:
         figure = plot_figure(pyplot, tables, metric, ylabel, several_hosts)
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", metadata={"Software": None})
@@ -813,6 +873,7 @@ def make_report(results_dir, title="SGLang benchmark report", baseline_profile=N
         "plots": sorted(pngs), "repeats": any(c["repeats"] > 1 for c in cells),
         "paced": any(c.get("standin_pace") is not None for c in cells),
         "pace_min": STANDIN_PACE_MIN,
+        "checks": server_checks(records),
     }
     files["report.md"] = render_markdown(template, context)
     best = search["best_profile"] if search else pick_best(records, profile_order(run, records))

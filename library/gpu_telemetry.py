@@ -11,6 +11,7 @@ import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.energy import window_energy
 from ansible.module_utils.lease import renew as lease_renew
 from ansible.module_utils.nvidia_smi import parse_telemetry_csv, telemetry_argv
 
@@ -109,8 +110,11 @@ gpu:
   returned: state=window
 windows:
   description: >-
-    The C(windows) given, each with its C(gpu) list added (and C(raw), the sampler's
-    C(EPOCH|index, power, util, memory, sm clock) lines within C(raw_start)..C(raw_end), when given).
+    The C(windows) given, each with its C(gpu) list added, its C(energy) (the power of every GPU
+    integrated over C(start)..C(end) - C({joules, seconds, gpus, samples, max_gap_s, note}),
+    module_utils/energy.py; C(joules) null, with the C(note), without samples or with samples
+    too sparse) and C(raw), the sampler's
+    C(EPOCH|index, power, util, memory, sm clock) lines within C(raw_start)..C(raw_end), when given.
   type: list
   returned: when windows is given
 available:
@@ -181,7 +185,8 @@ def windows_of(text, windows):
     sampler's own lines within raw_start/raw_end, when the window has them."""
     out = []
     for w in windows or []:
-        item = dict(w, gpu=window(text, _float(w.get("start")), _float(w.get("end"))))
+        item = dict(w, gpu=window(text, _float(w.get("start")), _float(w.get("end"))),
+                    energy=window_energy(text, w.get("start"), w.get("end")))
         if w.get("raw_start") is not None or w.get("raw_end") is not None:
             item["raw"] = "".join(line + "\n" for line in
                                   _stamped(text, _float(w.get("raw_start")), _float(w.get("raw_end"))))

@@ -15,7 +15,9 @@ import signal
 import stat
 import subprocess
 import tempfile
+import threading
 import time
+from urllib.error import HTTPError
 from urllib.parse import urlencode
 
 from ansible.module_utils.atomic_file import atomic_write
@@ -37,6 +39,7 @@ from ansible.module_utils.bench_results import (
 )
 from ansible.module_utils.lease import expired as lease_expired
 from ansible.module_utils.lease import renew as lease_renew
+from ansible.module_utils.server_metrics import SCRAPE_INTERVAL_S, MetricsError, scrape_sample, summarize
 from ansible.module_utils.sweep import standin_pace
 from ansible.module_utils.urls import open_url
 
@@ -188,6 +191,15 @@ options:
         option the task names itself wins. The role's action plugin merges it before the module
         runs, so the module itself never receives it.
     type: dict
+  metrics_interval:
+    description:
+      - Seconds between two scrapes of the server's C(/metrics) while the client runs (the first
+        before it starts, the last after it ends); the record's C(server_metrics) holds the
+        server's own counters over the point's window (module_utils/server_metrics.py). A server
+        without C(/metrics) (started without C(--enable-metrics)) or a scrape that fails leaves
+        those figures null with a note; the point never fails for it. C(0) scrapes nothing.
+    type: float
+    default: 0.5
   renew:
     description: >-
       Other leases that C(action=start) and the action plugin's polls renew (those that exist), e.g. the GPU
@@ -226,7 +238,10 @@ record:
     C(standin_pace), the measured output tok/s over what the stand-in's model predicts for the
     point (its /standin/model); below 0.75 the point measured a CPU too busy for the stand-in or
     the client, not the profile. And C(standin_time_scale), the stand-in's wall seconds per
-    modelled second, with which the report shows its figures in modelled seconds too.
+    modelled second, with which the report shows its figures in modelled seconds too. With
+    C(metrics_interval) above 0, C(server_metrics): the server's own generated and prompt tokens
+    over the point's window and its running and queued requests and KV usage (mean, max), from its
+    C(/metrics); null figures and a C(note) when it has none.
   type: dict
   returned: action=run
 raw:
@@ -587,9 +602,71 @@ def _standin_prediction(params, record):
         return None
 
 
-def run_point(params, runner=subprocess.run, now=time.time, watch=None):
+class MetricsSampler:
+    """Scrapes the server's /metrics every `interval` seconds in a thread of its own while the
+    client runs (no API key: SGLang exempts /metrics from its check, srt/utils/auth.py
+    decide_request_auth). Each scrape is kept as (epoch s, server_metrics.scrape_sample); a
+    failure is kept as a note, never raised. A server without /metrics (404: started without
+    --enable-metrics) is asked once."""
+
+    def __init__(self, url, interval, fetch=None, now=time.time):
+        self.url = f"{str(url).rstrip('/')}/metrics"
+        self.interval = float(interval)
+        self.fetch = fetch or (lambda where: open_url(where, timeout=2, validate_certs=False).read()
+                               .decode("utf-8", "replace"))
+        self.now = now
+        self.samples, self.failures = [], []
+        self.absent = False
+        self._stop = threading.Event()
+        self._thread = None
+
+    def scrape(self):
+        if self.absent:
+            return
+        try:
+            text = self.fetch(self.url)
+            when = self.now()
+            self.samples.append((when, scrape_sample(text)))
+        except HTTPError as exc:
+            if exc.code == 404:
+                self.absent = True
+                self.failures.append("the server has no /metrics (start it with --enable-metrics)")
+            else:
+                self.failures.append(f"a /metrics scrape answered HTTP {exc.code}")
+        except MetricsError as exc:
+            self.absent = True
+            self.failures.append(str(exc))
+        except Exception as exc:  # noqa: BLE001 - a scrape never fails the point
+            self.failures.append(f"a /metrics scrape failed ({type(exc).__name__}: {exc})"[:200])
+
+    def _loop(self):
+        while not self._stop.wait(self.interval):
+            self.scrape()
+
+    def start(self):
+        self.scrape()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self.scrape()
+
+    def summary(self, window):
+        """The record's server_metrics over the point's window (server_metrics.summarize)."""
+        failures = list(dict.fromkeys(self.failures))
+        if self.samples and failures:
+            failures = [f"{len(self.failures)} of {len(self.failures) + len(self.samples)} scrapes failed: "
+                        + failures[-1]]
+        return summarize(self.samples, window.get("start"), window.get("end"), failures)
+
+
+def run_point(params, runner=subprocess.run, now=time.time, watch=None, fetch=None):
     """Run one point. Returns (record, raw, argv, started, finished); never raises for a client
-    failure. watch: see run_tracked."""
+    failure. watch: see run_tracked; fetch: reads a URL's text (the /metrics scrapes; open_url
+    when None)."""
     labels = params.get("labels") or {}
     user = client_user(params.get("user"))
     workdir = tempfile.mkdtemp(prefix="sglang-bench-")
@@ -601,9 +678,14 @@ def run_point(params, runner=subprocess.run, now=time.time, watch=None):
     stdout = stderr = jsonl_text = ""
     started = now()
     error = None
+    sampler = None
+    interval = params.get("metrics_interval", SCRAPE_INTERVAL_S) or 0
     try:
         module_name = resolve_module(params, runner)[0]
         argv = build_argv(params["python"], module_name, client_options(params), output_file)
+        if interval > 0:
+            sampler = MetricsSampler(params["url"], interval, fetch)
+            sampler.start()  # (its first scrape: the counters before the client's warm-up)
         started = now()
         if runner is subprocess.run:
             proc = run_tracked(argv, pid_path(params["url"]), env=env, timeout=params.get("timeout") or 3600,
@@ -625,6 +707,8 @@ def run_point(params, runner=subprocess.run, now=time.time, watch=None):
     except ClientStopped as exc:
         error = f"the client was stopped: {exc}"
     finished = now()
+    if sampler is not None:
+        sampler.stop()  # (its last scrape: the counters after the run)
     written, jsonl_text = read_output(output_file, user)
     shutil.rmtree(workdir, ignore_errors=True)  # (rmtree does not follow links)
     record = None
@@ -662,6 +746,9 @@ def run_point(params, runner=subprocess.run, now=time.time, watch=None):
                                "or refused them); see the server's log")
     # (the point's GPU telemetry covers the client's own run, not its start and exit)
     record["telemetry_window"] = benchmark_window(started, finished, record.get("duration_s"), written)
+    if sampler is not None:
+        # (the server's own counters over the same window; a scrape never fails the point)
+        record["server_metrics"] = sampler.summary(record["telemetry_window"])
     raw = {"txt": _tail(stdout + ("\n--- stderr ---\n" + stderr if stderr else ""))}
     if jsonl_text:
         raw["jsonl"] = _tail(jsonl_text)
@@ -788,6 +875,7 @@ def main():
             "labels": {"type": "dict", "default": {}},
             "lease_seconds": {"type": "float", "default": 6.0},
             "renew": {"type": "list", "elements": "path", "default": []},
+            "metrics_interval": {"type": "float", "default": SCRAPE_INTERVAL_S},
             "options": {"type": "dict"},
         },
         required_if=[("action", "run", ("url", "max_concurrency")), ("action", "start", ("url", "max_concurrency")),

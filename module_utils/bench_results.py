@@ -54,6 +54,17 @@ Optional keys (``OPTIONAL_KEYS``; absent unless a caller sets them):
                 the wall figures into modelled seconds with it
     source_sha256
                 str: an imported record's only - the sha256 of the saved output it came from
+    server_metrics
+                the server's own counters over the point's telemetry_window, from its
+                /metrics (module_utils/server_metrics.py summarize; sglang_bench's scrapes):
+                {generation_tokens, prompt_tokens (counter differences), running_reqs,
+                queue_reqs, token_usage ({mean, max} over the scrapes in the window), samples,
+                window ({start, end} of the scrapes the counters were read at), note (why a
+                figure is None: no /metrics, a failed scrape)}
+    energy      like gpu, not in records.jsonl: joined from telemetry.jsonl - the GPUs' energy
+                over the telemetry_window (module_utils/energy.py window_energy): {joules,
+                seconds, gpus, samples, max_gap_s, note}; energy_figures() gives J per output
+                token and output tokens per J
 """
 from __future__ import annotations
 
@@ -80,7 +91,7 @@ RECORD_KEYS = (
 
 OPTIONAL_KEYS = ("gpu", "error", "raw_path", "server_args", "standin", "started", "finished",
                  "telemetry_window", "from_stdout", "standin_pace", "standin_time_scale",
-                 "source_sha256")
+                 "source_sha256", "server_metrics", "energy")
 GPU_KEYS = ("index", "power_w_mean", "power_w_max", "util_pct_mean",
             "mem_used_mib_max", "sm_clock_mhz_mean")
 STATUSES = ("ok", "failed", "over_capacity", "skipped")
@@ -564,4 +575,26 @@ def modelled_figures(figures: dict[str, Any], time_scale: Any) -> dict[str, Any]
         value = figures.get(key)
         out[key] = None if value is None else value / scale
     out["time_scale"] = scale
+    return out
+
+
+# --------------------------------------------------------------------------
+# A point's energy per token.
+# --------------------------------------------------------------------------
+def energy_figures(record: dict[str, Any]) -> dict[str, Any]:
+    """{joules, j_per_output_token, output_tokens_per_j, note}: the point's GPU energy (its
+    "energy", module_utils/energy.py) over the client's output tokens of the same window; None
+    (note: why) without telemetry, with samples too sparse, or without output tokens."""
+    energy = record.get("energy")
+    if not isinstance(energy, dict):
+        return {"joules": None, "j_per_output_token": None, "output_tokens_per_j": None,
+                "note": "no GPU power telemetry for this point"}
+    joules, tokens = energy.get("joules"), record.get("total_output_tokens")
+    out = {"joules": joules, "j_per_output_token": None, "output_tokens_per_j": None,
+           "note": energy.get("note")}
+    if isinstance(joules, (int, float)) and joules > 0 and isinstance(tokens, (int, float)) and tokens > 0:
+        out["j_per_output_token"] = round(joules / tokens, 6)
+        out["output_tokens_per_j"] = round(tokens / joules, 6)
+    elif out["note"] is None:
+        out["note"] = "no output tokens" if not tokens else "no energy figure"
     return out

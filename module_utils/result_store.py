@@ -5,8 +5,8 @@ A run directory holds:
     records.jsonl  one strict-JSON record a line, appended and fsynced as each
                    point finishes, so nothing finished is lost; never rewritten
     telemetry.jsonl  one line per point's GPU telemetry window
-                   ({host, profile, max_concurrency, repeat, gpu}), appended when a sweep
-                   ends; records() joins it into the records' "gpu"
+                   ({host, profile, max_concurrency, repeat, gpu, energy}), appended when a
+                   sweep ends; records() joins it into the records' "gpu" and "energy"
     raw/           per-point raw client output (write_raw()); raw/imported/ the saved client
                    outputs an imported run was made of (write_source(), bench_import)
     logs/          server log excerpts (write_log())
@@ -279,12 +279,13 @@ class RunStore:
         if record["run_id"] is None:
             record["run_id"] = self.run_id
         record.pop("gpu", None)  # telemetry lives in telemetry.jsonl
+        record.pop("energy", None)
         self.torn = self._append_lines(self.records_path, [dumps_strict(record, sort_keys=True)])
         return record
 
     def append_telemetry(self, windows: Iterable[dict[str, Any]]) -> int:
-        """Append the GPU telemetry of points: [{host, profile, max_concurrency, repeat, gpu}]."""
-        keep = ("host", "profile", "max_concurrency", "repeat", "gpu")
+        """Append the GPU telemetry of points: [{host, profile, max_concurrency, repeat, gpu, energy}]."""
+        keep = ("host", "profile", "max_concurrency", "repeat", "gpu", "energy")
         lines = [dumps_strict({k: w.get(k) for k in keep}, sort_keys=True)
                  for w in windows if w.get("gpu") is not None]
         if lines:
@@ -318,9 +319,11 @@ class RunStore:
     def records(self) -> list[dict[str, Any]]:
         """All records so far, each with its point's GPU telemetry ("gpu", None without)."""
         telemetry: dict[tuple[Any, Any, Any, Any], Any] = {}
+        energy: dict[tuple[Any, Any, Any, Any], Any] = {}
         for item in self._read_lines(self.telemetry_path):
-            telemetry[(item.get("host"), item.get("profile"), item.get("max_concurrency"),
-                       item.get("repeat"))] = item.get("gpu")
+            point = (item.get("host"), item.get("profile"), item.get("max_concurrency"), item.get("repeat"))
+            telemetry[point] = item.get("gpu")
+            energy[point] = item.get("energy")
         records = []
         for number, data in enumerate(self._read_lines(self.records_path), 1):
             try:
@@ -329,6 +332,7 @@ class RunStore:
                 raise ResultStoreError(f"{self.records_path} record {number}: {exc}") from exc
             key = (record["host"], record["profile"], record["max_concurrency"], record["repeat"])
             record["gpu"] = telemetry.get(key, record.get("gpu"))  # (runs before telemetry.jsonl: inline)
+            record["energy"] = energy.get(key, record.get("energy"))  # (module_utils/energy.py; None without)
             records.append(record)
         return records
 

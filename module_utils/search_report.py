@@ -20,6 +20,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ansible.module_utils.bench_results import energy_figures
 from ansible.module_utils.engine_args import canonical_args
 from ansible.module_utils.sweep import median
 from ansible.module_utils.tune_search import MRR, REMOVED_KEYS, config_key, next_trial, validate
@@ -269,7 +270,7 @@ def _gpus(run: Mapping[str, Any], host: str, args: Mapping[str, Any]) -> int:
 def search_summary(run: Mapping[str, Any], records: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The search's part of the report, or None when the run is no search: per host the
     decision the trials lead to (the path, the best, why it stopped), every candidate with its
-    points (output tok/s per GPU, tok/s per user, the SLO verdict), and the best over the hosts
+    points (output tok/s per GPU, tok/s per user, the SLO verdict, J per output token), and the best over the hosts
     (best_profile: pick_best's shape, for best-profile.yml)."""
     search = (run.get("plan") or {}).get("search")
     if not search:
@@ -306,7 +307,9 @@ def search_summary(run: Mapping[str, Any], records: list[dict[str, Any]]) -> dic
                 "output_tps": out, "output_tps_per_gpu": out / gpus if out is not None else None,
                 "per_user_tps": _per_user(t) if t.get("status") == "ok" else None,
                 "ttft": _latency(t, "ttft_ms", pct), "tpot": _latency(t, "tpot_ms", pct),
-                "slo": slo_verdict(search, t)})
+                "slo": slo_verdict(search, t),
+                # (the GPUs' energy over the point's window per output token: bench_results.energy_figures)
+                "j_per_token": energy_figures(t)["j_per_output_token"] if t.get("status") == "ok" else None})
         best = decision.get("best")
         hosts.append({"host": host, "finished": decision["action"] == "stop",
                       "reason": decision.get("reason"), "next": None if decision["action"] == "stop" else {

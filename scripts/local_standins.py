@@ -78,6 +78,8 @@ def start(ports: Iterable[int], logs: Path, env: Mapping[str, str] | None = None
           per_port: Mapping[int, Mapping[str, str]] | None = None) -> list[subprocess.Popen]:
     """A stand-in on each port (logs/standin-<port>.log), healthy when this returns.
 
+    Each serves /metrics (--enable-metrics), as a benchmarked server should: the benchmark reads
+    the server's own counters there (module_utils/server_metrics.py).
     env: SGLANG_STANDIN_* settings for all of them (the caller's own SGLANG_STANDIN_* left out;
     a startup delay of 0.2 s unless set); per_port: more settings for one port. A stand-in that
     does not answer /health in 30 s stops them all and raises RuntimeError naming its log.
@@ -89,7 +91,7 @@ def start(ports: Iterable[int], logs: Path, env: Mapping[str, str] | None = None
         with open(logs / f"standin-{port}.log", "wb") as out:
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "sglang_standin.launch_server", "--host", "127.0.0.1", "--port", str(port),
-                 "--model-path", "org/model", "--tp-size", "8"], stdout=out, stderr=subprocess.STDOUT,
+                 "--model-path", "org/model", "--tp-size", "8", "--enable-metrics"], stdout=out, stderr=subprocess.STDOUT,
                 env={**base, **((per_port or {}).get(port) or {})}))
     for port in ports:
         if not wait_healthy(port):

@@ -308,3 +308,60 @@ def test_a_report_file_where_a_directory_stands_names_the_path(design_run):
     (Path(design_run) / "report.md").mkdir()
     with pytest.raises(rs.ResultStoreError, match="report.md: it is a directory, where the result store keeps a file"):
         bench_report.make_report(design_run, template=TEMPLATE, plots=False)
+
+
+def server_counters(generated, running_max, queue_max=0, usage_max=0.3, samples=10):
+    return {"generation_tokens": generated, "prompt_tokens": generated, "samples": samples, "window": None,
+            "running_reqs": {"mean": running_max * 0.9, "max": running_max}, "note": None,
+            "queue_reqs": {"mean": 0, "max": queue_max}, "token_usage": {"mean": usage_max / 2, "max": usage_max}}
+
+
+def test_server_counters_flags_and_energy_reach_the_table_the_csv_and_a_plot(tmp_path):
+    records = [
+        # the server ran the concurrency, the tokens agree: no flag; 64000 J over 64000 tokens
+        point("baseline", 256, 1383, 705, total_output_tokens=64000, server_metrics=server_counters(64000, 256),
+              energy={"joules": 64000.0, "note": None}),
+        # the server's count 5 % off, and it ran at most 300 of 512 with an empty queue: both flags
+        point("baseline", 512, 2205, 1106, total_output_tokens=128000,
+              server_metrics=server_counters(121900, 300), energy={"joules": 64000.0, "note": None}),
+        # no /metrics, samples too sparse for the energy
+        point("baseline", 1024, 3190, 1601, total_output_tokens=256000,
+              server_metrics=dict(server_counters(None, 0), samples=0,
+                                  note="the server has no /metrics (start it with --enable-metrics)",
+                                  running_reqs={"mean": None, "max": None},
+                                  queue_reqs={"mean": None, "max": None}, token_usage={"mean": None, "max": None}),
+              energy={"joules": None, "note": "power samples too sparse: GPU 0: a gap of 5.0 s"}),
+    ]
+    run_dir = make_run(tmp_path, records)
+    # (the energy lives in telemetry.jsonl, as gpu_telemetry's windows bring it home)
+    store = rs.RunStore(tmp_path, "20250101T000000Z-abcdef", create=False)
+    Path(store.telemetry_path).unlink()
+    store.append_telemetry([{**{k: r[k] for k in ("host", "profile", "max_concurrency", "repeat", "gpu")},
+                             "energy": r["energy"]} for r in records])
+    assert "energy" not in Path(store.records_path).read_text()
+    result = bench_report.make_report(run_dir, template=TEMPLATE)
+    rows = {int(r["max_concurrency"]): r for r in csv.DictReader(Path(run_dir, "results.csv").open())}
+    assert rows[256]["j_per_output_token"] == "1.0" and rows[256]["output_tokens_per_j"] == "1.0"
+    assert rows[512]["j_per_output_token"] == "0.5" and rows[512]["flags"] == "tokens_disagree client_bound"
+    assert rows[256]["flags"] == "" and rows[256]["server_generation_tokens"] == "64000"
+    assert rows[512]["server_running_reqs_max"] == "300" and rows[1024]["j_per_output_token"] == ""
+    cells = {row["concurrency"]: row["cells"]["baseline"] for row in result["tables"][0]["rows"]}
+    assert cells[512]["flags"] == ["client_bound", "tokens_disagree"] and cells[256]["j_per_token"] == 1.0
+    report = Path(run_dir, "report.md").read_text()
+    assert "J per output token (baseline / tuned) | Flags (baseline / tuned) |" in report
+    line_512 = next(line for line in report.splitlines() if line.startswith("| 512 |"))
+    assert line_512.endswith("| 0.500 / — | client-bound, tokens ≠ / – |"), line_512
+    assert "2 of 3 measured points have the server's own counters" in report
+    assert "without them: the server has no /metrics (start it with --enable-metrics)" in report
+    assert "gpu-vm-1 / baseline / concurrency 512 / repeat 0: output tokens: client 128000, server 121900" in report
+    assert "without it: power samples too sparse: GPU 0: a gap of 5.0 s" in report
+    assert Path(run_dir, "energy.png").read_bytes().startswith(PNG_MAGIC)
+
+
+def test_without_telemetry_the_energy_is_unavailable_and_the_report_says_why(tmp_path):
+    run_dir = make_run(tmp_path, [point("baseline", 256, 1383, 705, gpu=None, total_output_tokens=64000)])
+    bench_report.make_report(run_dir, template=TEMPLATE)
+    report = Path(run_dir, "report.md").read_text()
+    assert "**Energy per token: unavailable.**" in report
+    assert "without it: no GPU power telemetry for this point" in report
+    assert not Path(run_dir, "energy.png").exists()

@@ -83,3 +83,13 @@ def test_the_sampler_samples_while_its_lease_is_renewed_and_stops_itself_when_it
     finally:
         if sampler.poll() is None:
             sampler.kill()
+
+
+def test_each_window_comes_back_with_its_energy():
+    # (two GPUs at 100 W and 300 W, sampled every 0.5 s: 2 s of window hold 800 J)
+    text = "".join(f"{10 + i / 2:.3f}|{gpu}, {watts}, 50, 1000, 1980\n"
+                   for i in range(9) for gpu, watts in ((0, 100), (1, 300)))
+    (inside, outside) = gpu_telemetry.windows_of(text, [{"max_concurrency": 8, "start": 10.5, "end": 12.5},
+                                                        {"max_concurrency": 16, "start": 30.0, "end": 31.0}])
+    assert inside["energy"]["joules"] == 800.0 and inside["energy"]["gpus"] == 2 and inside["max_concurrency"] == 8
+    assert outside["energy"]["joules"] is None and "no power sample within the window" in outside["energy"]["note"]

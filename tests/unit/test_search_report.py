@@ -357,3 +357,16 @@ def test_a_failed_start_without_its_args_is_refused(tmp_path):
     with pytest.raises(ValueError, match="failed_start.server_args"):
         bench_store.action_startup_failed({"results_dir": str(tmp_path), "run_id": "r1", "host": "gpu-1",
                                            "search": search, "failed_start": {"failure_kind": "oom"}})
+
+
+def test_each_point_of_the_search_has_its_energy_per_token_when_telemetry_has_it(tmp_path):
+    _, run, records, _ = _searched_run(tmp_path)
+    ok = [r for r in records if r.get("status") == "ok"]
+    first = ok[0]
+    # (as RunStore.records() joins telemetry.jsonl's energy: the first point drew 1 J per output token)
+    records = [dict(r, total_output_tokens=4000, energy={"joules": 4000.0, "note": None}) if r is first else r
+               for r in records]
+    summary = search_report.search_summary(run, records)
+    points = [p for c in summary["hosts"][0]["candidates"] for p in c["points"]]
+    assert [p["j_per_token"] for p in points].count(1.0) == 1
+    assert all(p["j_per_token"] is None for p in points if p["j_per_token"] != 1.0)  # (no telemetry: none)

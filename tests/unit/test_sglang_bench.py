@@ -28,6 +28,8 @@ PARAMS = {
     "request_rate": "inf", "seed": 7, "warmup_requests": 2, "flush_cache": True,
     "extra_args": [], "timeout": 60,
     "labels": {"host": "gpu-1", "profile": "tuned", "run_id": "r1", "repeat": 0, "standin": True},
+    # (no /metrics scrapes of 10.0.0.5: the tests of the scrapes below give their own fetch)
+    "metrics_interval": 0,
 }
 JSONL = (FIXTURES / "bench" / "sglang-0.5.23-client.jsonl").read_text()
 STDOUT = (FIXTURES / "bench" / "sglang-0.5.23-client.stdout.txt").read_text()
@@ -492,3 +494,65 @@ def test_the_plugin_merges_the_options_dict_under_the_named_options():
     assert _plugin().module_args({"url": "http://b"}) == {"url": "http://b"}
     with pytest.raises(Exception, match="options must be a dict"):
         _plugin().module_args({"options": ["url"]})
+
+
+def metrics_text(generated, prompt, running, queue=0, usage=0.25):
+    return ("# TYPE sglang:generation_tokens_total counter\n"
+            f'sglang:generation_tokens_total{{engine_type="unified",model_name="m"}} {float(generated)}\n'
+            f'sglang:prompt_tokens_total{{engine_type="unified",model_name="m"}} {float(prompt)}\n'
+            f'sglang:num_running_reqs{{engine_type="unified",model_name="m",tp_rank="0",pp_rank="0"}} {float(running)}\n'
+            f'sglang:num_queue_reqs{{engine_type="unified",model_name="m",tp_rank="0",pp_rank="0"}} {float(queue)}\n'
+            f'sglang:token_usage{{engine_type="unified",model_name="m",tp_rank="0",pp_rank="0"}} {usage}\n')
+
+
+def slow_runner(seconds, **kwargs):
+    """fake_runner's, the client's run lasting `seconds`."""
+    inner = fake_runner(**kwargs)
+
+    def run(argv, **kw):
+        if argv[1] != "-c" and argv[-1] != "--help":
+            time.sleep(seconds)
+        return inner(argv, **kw)
+    return run
+
+
+def test_the_servers_counters_over_the_point_come_into_the_record():
+    asked = []
+
+    def fetch(url):
+        asked.append(url)
+        n = len(asked)  # (1: before the client; then every 0.1 s; the last after it)
+        return metrics_text(1000 * n, 500 * n, 100 + n)
+    params = dict(PARAMS, metrics_interval=0.1, labels=dict(PARAMS["labels"], standin=False))
+    record, *_ = sglang_bench.run_point(params, runner=slow_runner(0.6, stdout=STDOUT, jsonl=JSONL), fetch=fetch)
+    assert record["status"] == "ok"
+    assert set(asked) == {"http://10.0.0.5:30000/metrics"} and len(asked) >= 4
+    metrics = record["server_metrics"]
+    # (the window starts at the client's start, after the first scrape, and ends before the last)
+    assert metrics["generation_tokens"] == 1000 * (len(asked) - 1)
+    assert metrics["prompt_tokens"] == 500 * (len(asked) - 1)
+    assert metrics["samples"] == len(asked) - 2 and metrics["running_reqs"]["max"] == 100 + len(asked) - 1
+    assert metrics["queue_reqs"] == {"mean": 0.0, "max": 0.0} and metrics["note"] is None
+
+
+def test_a_server_without_metrics_leaves_null_counters_and_a_note():
+    asked = []
+
+    def fetch(url):
+        asked.append(url)
+        raise sglang_bench.HTTPError(url, 404, "Not Found", {}, None)
+    params = dict(PARAMS, metrics_interval=0.1)
+    record, *_ = sglang_bench.run_point(params, runner=slow_runner(0.3, stdout=STDOUT, jsonl=JSONL), fetch=fetch)
+    assert record["status"] == "ok" and len(asked) == 1  # (asked once)
+    assert record["server_metrics"]["generation_tokens"] is None
+    assert record["server_metrics"]["note"] == "the server has no /metrics (start it with --enable-metrics)"
+
+
+def test_failing_scrapes_never_fail_the_point():
+    def fetch(url):
+        raise OSError("connection refused")
+    record, *_ = sglang_bench.run_point(dict(PARAMS, metrics_interval=0.1),
+                                        runner=slow_runner(0.2, stdout=STDOUT, jsonl=JSONL), fetch=fetch)
+    assert record["status"] == "ok" and record["output_throughput"] is not None
+    assert record["server_metrics"]["generation_tokens"] is None
+    assert "connection refused" in record["server_metrics"]["note"]

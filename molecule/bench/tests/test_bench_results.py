@@ -1,6 +1,7 @@
 """The controller's result store after benchmark.yml and tune.yml against the stand-in."""
 from __future__ import annotations
 
+import csv
 import json
 import os
 from pathlib import Path
@@ -44,7 +45,25 @@ def test_benchmark_run_stops_at_the_plateau_and_the_resume_adds_nothing():
     assert sorted((t["host"], t["max_concurrency"]) for t in telemetry) == got
     for t in telemetry:
         assert len(t["gpu"]) == 8 and t["gpu"][0]["power_w_mean"] > 0
-    assert (RESULTS / "molecule-benchmark" / "report.md").is_file()
+        # The fake nvidia-smi's recorded power of all 8 GPUs integrated over the point's window
+        # (module_utils/energy.py): the energy of the recording, which the stand-in banner owns up to.
+        assert t["energy"]["joules"] > 0 and t["energy"]["gpus"] == 8 and t["energy"]["note"] is None, t["energy"]
+    for r in recs:
+        # The server's own counters over the point (its /metrics: the scenario's server runs with
+        # --enable-metrics), counting what the client counted.
+        metrics = r["server_metrics"]
+        # (within the report's 2 %: a scrape late for the client's pause after its warm-up counts its 64 tokens)
+        assert metrics["note"] is None, metrics
+        assert metrics["generation_tokens"] == pytest.approx(r["total_output_tokens"], rel=0.02), metrics
+        assert metrics["running_reqs"]["max"] is not None and metrics["token_usage"]["max"] is not None
+    rows = [row for row in csv.DictReader((RESULTS / "molecule-benchmark" / "results.csv").open())
+            if row["status"] == "ok"]
+    assert rows and all(float(row["j_per_output_token"]) > 0 and float(row["output_tokens_per_j"]) > 0 for row in rows)
+    report = (RESULTS / "molecule-benchmark" / "report.md").read_text()
+    assert "J per output token (baseline) | Flags (baseline) |" in report
+    assert f"{len(rows)} of {len(rows)} measured points have their energy" in report
+    assert "the energy per token, is that" in report  # (the stand-in banner: the power is a recording's)
+    assert (RESULTS / "molecule-benchmark" / "energy.png").is_file()
 
 
 @pytest.mark.parametrize("host", HOSTS)
