@@ -500,11 +500,11 @@ def repeat_cost(records):
 def server_checks(records):
     """What the report says of the server's own counters and the energy: flagged (each ok point
     with a flag of module_utils/server_metrics.py: host, profile, concurrency, repeat, texts),
-    metrics (ok points with the server's generation_tokens, of ok points) and metrics_notes (why
-    the others have none), energy (ok points with a J/token figure) and energy_notes (why the
+    metrics (ok points with the server's generation_tokens, of ok points), rows (each of those
+    points' counters beside the client's output tokens) and metrics_notes (why the others have none), energy (ok points with a J/token figure) and energy_notes (why the
     others have none)."""
     ok = [r for r in records if r["status"] == "ok"]
-    flagged, metrics_notes, energy_notes = [], [], []
+    flagged, metrics_notes, energy_notes, rows = [], [], [], []
     with_metrics = with_energy = 0
     for r in sorted(ok, key=lambda r: (str(r["host"]), str(r["profile"]), r["max_concurrency"] or 0, r["repeat"] or 0)):
         found = server_flags(r)
@@ -514,6 +514,13 @@ def server_checks(records):
         metrics = r.get("server_metrics")
         if isinstance(metrics, dict) and metrics.get("generation_tokens") is not None:
             with_metrics += 1
+            # (each point's counters beside the client's figure, for the report's table)
+            rows.append({"host": r["host"], "profile": r["profile"], "concurrency": r["max_concurrency"],
+                         "repeat": r["repeat"], "client_output_tokens": r.get("total_output_tokens"),
+                         "server_generation_tokens": metrics.get("generation_tokens"),
+                         **{f"{key}_{stat}": (metrics.get(key) or {}).get(stat)
+                            for key in ("running_reqs", "queue_reqs", "token_usage") for stat in ("mean", "max")},
+                         "j_per_output_token": energy_figures(r)["j_per_output_token"]})
         else:
             metrics_notes.append((metrics or {}).get("note") or "the point was run without scraping /metrics")
         figures = energy_figures(r)
@@ -521,7 +528,7 @@ def server_checks(records):
             with_energy += 1
         else:
             energy_notes.append(figures["note"])
-    return {"flagged": flagged, "points": len(ok), "metrics": with_metrics,
+    return {"flagged": flagged, "points": len(ok), "metrics": with_metrics, "rows": rows,
             "metrics_notes": sorted(set(metrics_notes)), "energy": with_energy,
             "energy_notes": sorted(set(energy_notes))}
 

@@ -352,6 +352,11 @@ def test_server_counters_flags_and_energy_reach_the_table_the_csv_and_a_plot(tmp
     line_512 = next(line for line in report.splitlines() if line.startswith("| 512 |"))
     assert line_512.endswith("| 0.500 / — | client-bound, tokens ≠ / – |"), line_512
     assert "2 of 3 measured points have the server's own counters" in report
+    # (each point's counters in a table: the client's and the server's output tokens side by side)
+    counters = [line for line in report.splitlines() if line.startswith("| gpu-vm-1 | baseline |")]
+    assert len(counters) == 2, counters
+    assert counters[1].startswith("| gpu-vm-1 | baseline | 512 | 0 | 128,000 / 121,900 | "), counters[1]
+    assert counters[1].endswith("| 0.500 |"), counters[1]
     assert "without them: the server has no /metrics (start it with --enable-metrics)" in report
     assert "gpu-vm-1 / baseline / concurrency 512 / repeat 0: output tokens: client 128000, server 121900" in report
     assert "without it: power samples too sparse: GPU 0: a gap of 5.0 s" in report
