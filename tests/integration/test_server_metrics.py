@@ -7,7 +7,9 @@
 - results.csv has the server's counters, the flags and the energy columns; the report has the
   flags column and the energy column, and says why the energy is unavailable (no telemetry here;
   the energy path itself is verified by the molecule bench scenario, whose hosts have the
-  fake nvidia-smi)."""
+  fake nvidia-smi);
+- a saved client output imported as a run (import.yml) is reported beside the measured run
+  (report.yml bench_compare_runs)."""
 import csv
 import json
 
@@ -61,3 +63,24 @@ def test_the_csv_and_the_report_have_the_flags_and_the_energy_columns(sweep):
     assert "**Energy per token: unavailable.**" in report
     assert "without it: no GPU power telemetry for this point" in report
     assert not (run_dir / "energy.png").exists()
+
+
+def test_an_imported_run_is_reported_beside_this_measured_one(sweep, tmp_path):
+    """import.yml stores a saved client output (SGLang 0.5.23's client at concurrency 4) as a run
+    in the same store; report.yml puts it beside the measured run, point for point."""
+    _, run_dir = sweep
+    saved = REPO / "tests" / "fixtures" / "bench" / "sglang-0.5.23-client.stdout.txt"
+    imported = run_playbook(tmp_path / "import", "import.yml", {}, extra={
+        "bench_results_dir": str(run_dir.parent),
+        "import_outputs": [{"path": str(saved), "host": "glm5-vm", "profile": "saved"}]})
+    assert imported.rc == 0, imported.explain()
+    run_id = imported.result("Store the outputs as a run", "localhost")["run_id"]
+    report = run_playbook(tmp_path / "report", "report.yml", {}, extra={
+        "bench_results_dir": str(run_dir.parent), "bench_run_id": run_dir.name, "bench_compare_runs": [run_id]})
+    assert report.rc == 0, report.explain()
+    text = (run_dir / "report.md").read_text()
+    table = text[text.index("## Results: runs compared"):].split("\n\n")[1]
+    assert table.splitlines()[0].startswith("| Concurrency | gpu-vm/default [1] | glm5-vm/saved [2] |"), table
+    row_4 = next(line for line in table.splitlines() if line.startswith("| 4 |"))
+    assert "missing" not in row_4 and "3,180 tot / 1,101 out" in row_4, row_4
+    assert f"- [2] `{run_id}`: imported from saved client output" in text
