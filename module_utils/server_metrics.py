@@ -105,13 +105,19 @@ def empty_summary(note: str | None = None) -> dict[str, Any]:
             "samples": 0, "window": None, "note": note}
 
 
+WINDOW_ROUNDING = 0.0005  # seconds: half the millisecond a point's window is rounded to
+
+
 def counter_difference(samples: list[tuple[float, dict[str, Any]]], key: str, start: float,
                        end: float) -> tuple[float | None, str | None]:
     """(difference, None) of a counter over [start, end]: the first scrape at or after end minus
     the last at or before start; (None, why) without such scrapes or when the counter went back
     (the server restarted)."""
-    before = [s[key] for t, s in samples if t <= start and s.get(key) is not None]
-    after = [s[key] for t, s in samples if t >= end and s.get(key) is not None]
+    # (the window's ends are rounded to the millisecond, bench_results.benchmark_window: a scrape
+    # within half of that of an end is on its side; the last scrape follows the client's end by
+    # microseconds when the server answers at once)
+    before = [s[key] for t, s in samples if t <= start + WINDOW_ROUNDING and s.get(key) is not None]
+    after = [s[key] for t, s in samples if t >= end - WINDOW_ROUNDING and s.get(key) is not None]
     if not before or not after:
         return None, f"no scrape of {COUNTERS[key]} {'before' if not before else 'after'} the window"
     diff = after[0] - before[-1]
@@ -147,8 +153,8 @@ def summarize(samples: list[tuple[float, dict[str, Any]]], start: Any, end: Any,
         values = [s[key] for s in inside if s.get(key) is not None]
         if values:
             out[key] = {"mean": round(sum(values) / len(values), 4), "max": max(values)}
-    before = [t for t, _ in samples if t <= start]
-    after = [t for t, _ in samples if t >= end]
+    before = [t for t, _ in samples if t <= start + WINDOW_ROUNDING]
+    after = [t for t, _ in samples if t >= end - WINDOW_ROUNDING]
     if before and after:
         out["window"] = {"start": round(before[-1], 3), "end": round(after[0], 3)}
     out["note"] = "; ".join(notes) or None

@@ -287,7 +287,8 @@ SINGLE = {
                                "bench_results_dir: cannot create or write /proc/sglpb-results"),
     "results_dir_full": ("benchmark.yml", {}, {}, full_dir, "No space left on device"),
     "results_run_json_corrupt": ("benchmark.yml", {}, {}, corrupt_run_json, "run.json cannot be read"),
-    "results_records_corrupt": ("tune.yml", {}, {}, corrupt_records,
+    # (tune.yml repeats each point 3 times unless told: the prepared run's plan has 1)
+    "results_records_corrupt": ("tune.yml", {}, {"bench_repeats": 1}, corrupt_records,
                                 "records.jsonl line 2 is not JSON"),
     "run_id_with_another_plan": ("benchmark.yml", {}, {}, other_plan, "already holds a run with a different plan"),
     "run_id_with_an_older_plan": ("benchmark.yml", {}, {}, older_plan,

@@ -113,3 +113,12 @@ def test_client_bound_needs_low_running_an_empty_queue_and_room_in_the_pool():
     assert flags(record(running_reqs=low, samples=2)) == []
     assert flags(dict(record(running_reqs=low), status="failed")) == []
     assert flags({"status": "ok", "max_concurrency": 8, "total_output_tokens": 5}) == []
+
+
+def test_a_scrape_just_after_the_rounded_window_end_still_closes_it():
+    """The window's ends are rounded to the millisecond: a last scrape 0.2 ms after the client's
+    end, before the rounded end, still reads the counters after the point."""
+    first = {"generation_tokens": 100.0, "prompt_tokens": 50.0}
+    last = {"generation_tokens": 600.0, "prompt_tokens": 250.0}
+    out = summarize([(10.0, first), (20.0008, last)], 10.0001, round(20.0006, 3))  # (20.001)
+    assert out["generation_tokens"] == 500 and out["prompt_tokens"] == 200, out
