@@ -36,7 +36,8 @@ def models():
         os.chmod(model, 0o755)
         os.chmod(f"{model}/config.json", 0o644)
         paths[name] = model
-    os.makedirs(f"{base}/noconf", mode=0o755)
+    os.makedirs(f"{base}/noconf")
+    os.chmod(f"{base}/noconf", 0o755)  # (explicit: another test of the worker may have set a umask)
     paths["noconf"] = f"{base}/noconf"
     os.chmod(base, 0o755)
     yield paths
