@@ -1,7 +1,8 @@
 """Shared pytest setup: make ./module_utils importable as ansible.module_utils.*,
 exactly as Ansible does for modules at run time (ansible.cfg: module_utils = ./module_utils),
 run a module in-process as Ansible runs it (the run_module fixture), and answer HTTP with JSON
-on a local port (the json_server fixture)."""
+on a local port (the json_server fixture), and read Prometheus text by sample (the
+prometheus_samples fixture)."""
 import json
 import socket
 import subprocess
@@ -108,3 +109,20 @@ def recorder(tmp_path):
     yield port, proc, requests
     proc.terminate()
     proc.wait(10)
+
+
+def _prometheus_samples(text: str) -> dict:
+    """{'name{labels}': value} of every sample line of Prometheus text (comments skipped): what a
+    test asserts a /metrics page or an exporter writes, line for line."""
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
+
+
+@pytest.fixture
+def prometheus_samples():
+    """The reader of Prometheus text by sample (_prometheus_samples)."""
+    return _prometheus_samples

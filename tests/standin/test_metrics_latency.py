@@ -7,21 +7,12 @@ import re
 from sglang_standin.metrics import Histogram, RequestMetrics
 
 
-def _samples(text: str) -> dict:
-    out = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, value = line.rsplit(" ", 1)
-            out[name] = float(value)
-    return out
-
-
-def test_histogram_buckets_are_cumulative_with_inf_count_and_sum():
+def test_histogram_buckets_are_cumulative_with_inf_count_and_sum(prometheus_samples):
     h = Histogram("x_seconds", "x", (0.1, 1))
     h.observe(0.05)
     h.observe(0.5, times=3)
     h.observe(5)
-    s = _samples("\n".join(h.lines('a="b"')))
+    s = prometheus_samples("\n".join(h.lines('a="b"')))
     assert s['sglang:x_seconds_bucket{a="b",le="0.1"}'] == 1
     assert s['sglang:x_seconds_bucket{a="b",le="1.0"}'] == 4
     assert s['sglang:x_seconds_bucket{a="b",le="+Inf"}'] == 5
@@ -29,7 +20,7 @@ def test_histogram_buckets_are_cumulative_with_inf_count_and_sum():
     assert abs(s['sglang:x_seconds_sum{a="b"}'] - 6.55) < 1e-9
 
 
-def test_request_metrics_ttft_itl_e2e_and_abort():
+def test_request_metrics_ttft_itl_e2e_and_abort(prometheus_samples):
     m = RequestMetrics()
     m.submitted("r1", 10.0)
     m.progressed("r1", 10.3, 0, False)   # first token after 0.3 s
@@ -38,7 +29,7 @@ def test_request_metrics_ttft_itl_e2e_and_abort():
     m.submitted("r2", 11.0)
     m.abandoned("r2")
     m.abandoned("r1")                    # already finished: not an abort
-    s = _samples("\n".join(m.lines('model_name="m"')))
+    s = prometheus_samples("\n".join(m.lines('model_name="m"')))
     assert s['sglang:time_to_first_token_seconds_bucket{model_name="m",le="0.2"}'] == 0
     assert s['sglang:time_to_first_token_seconds_bucket{model_name="m",le="0.4"}'] == 1
     assert s['sglang:inter_token_latency_seconds_count{model_name="m"}'] == 4
@@ -57,14 +48,14 @@ def test_series_appear_once_observed_as_prometheus_client_writes_them():
     assert "sglang:time_to_first_token_seconds_count" in text and "num_aborted_requests_total" not in text
 
 
-def test_served_requests_fill_the_histograms(server):
-    before = _samples(server.request("GET", "/metrics")[1].decode())
+def test_served_requests_fill_the_histograms(server, prometheus_samples):
+    before = prometheus_samples(server.request("GET", "/metrics")[1].decode())
     key = 'sglang:time_to_first_token_seconds_count{model_name="glm-5",engine_type="unified"}'
     for _ in range(3):
         server.json("POST", "/generate", {"text": "hello there", "sampling_params": {"max_new_tokens": 8}})
     text = server.request("GET", "/metrics")[1].decode()
     assert "# TYPE sglang:time_to_first_token_seconds histogram" in text
-    after = _samples(text)
+    after = prometheus_samples(text)
     assert after[key] == before.get(key, 0) + 3
     itl = next(k for k in after if k.startswith("sglang:inter_token_latency_seconds_count"))
     assert after[itl] - before.get(itl, 0) == 3 * 7

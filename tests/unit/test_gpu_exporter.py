@@ -15,15 +15,6 @@ exporter = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(exporter)
 
 
-def samples(text: str) -> dict:
-    out = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, value = line.rsplit(" ", 1)
-            out[name] = float(value)
-    return out
-
-
 @pytest.fixture
 def journal(tmp_path):
     """A journalctl that prints journal.txt, then a cursor; records its arguments."""
@@ -40,9 +31,9 @@ def fake_gpu(monkeypatch):
     monkeypatch.setenv("FAKE_NVIDIA_SMI_DIR", str(ROOT / "tests/fixtures/nvidia-smi/rtxpro6000-8gpu-vm"))
 
 
-def test_gpu_gauges_from_nvidia_smi(journal):
+def test_gpu_gauges_from_nvidia_smi(journal, prometheus_samples):
     c = exporter.Collector(str(FAKE_SMI), str(journal / "journalctl"), ["_TRANSPORT=kernel"], 10)
-    s = samples(c.render())
+    s = prometheus_samples(c.render())
     gpu0 = 'gpu="0",uuid="GPU-A0000000-1111-2222-3333-444444444400"'
     assert s["sglpb_gpu_smi_up"] == 1
     assert s[f"sglpb_gpu_power_watts{{{gpu0}}}"] == 31.5
@@ -56,30 +47,30 @@ def test_gpu_gauges_from_nvidia_smi(journal):
     assert not c.ecc_supported
 
 
-def test_xid_lines_count_per_gpu_and_are_read_once(journal):
+def test_xid_lines_count_per_gpu_and_are_read_once(journal, prometheus_samples):
     (journal / "journal.txt").write_text(
         "NVRM: Xid (PCI:0000:02:00): 79, pid=1234, name=python3, GPU has fallen off the bus.\n"
         "unrelated kernel line\n"
         "NVRM: Xid (PCI:0000:02:00): 13, pid=1234, Graphics Exception\n")
     c = exporter.Collector(str(FAKE_SMI), str(journal / "journalctl"), ["_TRANSPORT=kernel"], 10)
-    s = samples(c.render())
+    s = prometheus_samples(c.render())
     gpu1 = 'gpu="1",uuid="GPU-A0010000-1111-2222-3333-444444444401"'
     assert s[f"sglpb_gpu_xid_errors_total{{{gpu1}}}"] == 2
     assert s[f'sglpb_gpu_xid_errors_by_code_total{{{gpu1},xid="79"}}'] == 1
     assert s['sglpb_gpu_xid_errors_total{gpu="0",uuid="GPU-A0000000-1111-2222-3333-444444444400"}'] == 0
     (journal / "journal.txt").write_text("NVRM: Xid (PCI:0000:02:00): 79, pid=1, again\n")
-    s = samples(c.render())
+    s = prometheus_samples(c.render())
     assert s[f"sglpb_gpu_xid_errors_total{{{gpu1}}}"] == 3
     calls = (journal / "calls").read_text().splitlines()
     assert calls[0].endswith("_TRANSPORT=kernel -b")
     assert calls[1].endswith("_TRANSPORT=kernel --after-cursor c1")
 
 
-def test_nvidia_smi_failing_is_smi_up_0(journal, tmp_path):
+def test_nvidia_smi_failing_is_smi_up_0(journal, tmp_path, prometheus_samples):
     broken = tmp_path / "nvidia-smi"
     broken.write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed' >&2\nexit 9\n")
     broken.chmod(0o755)
-    s = samples(exporter.Collector(str(broken), str(journal / "journalctl"), [], 10).render())
+    s = prometheus_samples(exporter.Collector(str(broken), str(journal / "journalctl"), [], 10).render())
     assert s == {"sglpb_gpu_smi_up": 0}
 
 
