@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import os
 
+from ansible.module_utils import host_command
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.nvidia_smi import QUERY_ARGS, build_gpu_facts, cuda_lanes, min_driver_table
+from ansible.module_utils.nvidia_smi import (
+    NVIDIA_SMI_HANG_HINT,
+    QUERY_ARGS,
+    build_gpu_facts,
+    cuda_lanes,
+    min_driver_table,
+)
 
 DOCUMENTATION = r"""
 ---
@@ -55,6 +62,12 @@ options:
         newer than the table.
     type: dict
     default: {}
+  command_deadline:
+    description:
+      - Seconds each nvidia-smi call may take before it is stopped and the module fails saying so.
+        A GPU that has fallen off the bus makes nvidia-smi hang in the kernel.
+    type: int
+    default: 60
 author:
   - sglang-playbooks
 """
@@ -163,9 +176,11 @@ def find_nvidia_smi(module, name):
 
 def run_nvidia_smi(module, argv, required=True):
     """stdout of one nvidia-smi call; a failing optional call warns and returns None."""
-    rc, out, err = module.run_command(argv)
+    rc, out, err = host_command.run(argv, module.params["command_deadline"])
     if rc == 0:
         return out
+    if rc is None:
+        module.fail_json(msg=f"{err}: {NVIDIA_SMI_HANG_HINT}")
     detail = (err or out or "").strip() or "no output"
     message = "{} failed (rc={}): {}".format(" ".join(argv), rc, detail)
     if required:
@@ -194,10 +209,13 @@ def main():
             driver_version_path=dict(type="path", default="/proc/driver/nvidia/version"),
             infiniband_path=dict(type="path", default="/sys/class/infiniband"),
             min_driver=dict(type="dict", default={}),
+            command_deadline=dict(type="int", default=60),
         ),
         supports_check_mode=True,
     )
     params = module.params
+    if host_command.deadline_error(params["command_deadline"]):
+        module.fail_json(msg=host_command.deadline_error(params["command_deadline"]))
     try:
         min_driver_table(params["min_driver"])
     except ValueError as exc:

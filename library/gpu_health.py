@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ansible.module_utils import host_command
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_health import (
     cpu_list_text,
@@ -16,6 +17,7 @@ from ansible.module_utils.gpu_health import (
     parse_smi_q,
     parse_xid,
 )
+from ansible.module_utils.nvidia_smi import NVIDIA_SMI_HANG_HINT
 
 DOCUMENTATION = r"""
 ---
@@ -75,6 +77,13 @@ options:
     description: Return only the P2P verdict (for the NCCL settings before the all-reduce).
     type: bool
     default: false
+  command_deadline:
+    description:
+      - Seconds each command it runs (C(nvidia-smi -q), C(dmesg), C(journalctl -k), C(df)) may
+        take before it is stopped and its check reported as not read. A GPU that has fallen off
+        the bus makes nvidia-smi hang in the kernel.
+    type: int
+    default: 60
 author:
   - sglang-playbooks
 """
@@ -137,7 +146,7 @@ def _selftest(module, value, test):
         module.fail_json(msg=f"{test}_test: {exc}")
 
 
-def _kernel_log(module, path):
+def _kernel_log(module, path, deadline):
     if path:
         try:
             return _read(path), None
@@ -149,7 +158,7 @@ def _kernel_log(module, path):
         if not binary:
             errors.append(f"{argv[0]}: not found")
             continue
-        rc, out, err = module.run_command([binary, *argv[1:]])
+        rc, out, err = host_command.run([binary, *argv[1:]], deadline)
         if rc == 0:
             return out, None
         errors.append(f"{' '.join(argv)}: {(err or out).strip()[:120] or 'rc ' + str(rc)}")
@@ -170,10 +179,14 @@ def main():
             nccl_test=dict(type="raw"),
             tests_not_run=dict(type="str"),
             only_p2p=dict(type="bool", default=False),
+            command_deadline=dict(type="int", default=60),
         ),
         supports_check_mode=True,
     )
     params = module.params
+    if host_command.deadline_error(params["command_deadline"]):
+        module.fail_json(msg=host_command.deadline_error(params["command_deadline"]))
+    deadline = params["command_deadline"]
     gpus = params["gpus"]
     count = int(gpus.get("count") or 0)
     p2p = p2p_result(_selftest(module, params["p2p_test"], "p2p"), count)
@@ -191,9 +204,11 @@ def main():
         name = params["nvidia_smi"]
         binary = (name if os.access(name, os.X_OK) else None) if os.sep in name else module.get_bin_path(name)
         if binary:
-            rc, out, err = module.run_command([binary, "-q"])
+            rc, out, err = host_command.run([binary, "-q"], deadline)
             if rc == 0:
                 smi_q = parse_smi_q(out)
+            elif rc is None:
+                smi_q_error = f"{err}: {NVIDIA_SMI_HANG_HINT}"
             else:
                 smi_q_error = f"nvidia-smi -q: rc {rc}: {(err or out).strip()[:200]}"
         else:
@@ -201,12 +216,12 @@ def main():
     if smi_q is not None and not smi_q:
         smi_q, smi_q_error = None, "it lists no GPU"
 
-    log_text, log_error = _kernel_log(module, params["kernel_log_path"])
+    log_text, log_error = _kernel_log(module, params["kernel_log_path"], deadline)
     xids = parse_xid(log_text) if log_text is not None else None
 
     shm = None
     if os.path.exists(params["shm_path"]):
-        rc, out, _err = module.run_command(["df", "-k", "-P", params["shm_path"]])
+        rc, out, _err = host_command.run(["df", "-k", "-P", params["shm_path"]], deadline)
         shm = parse_df(out) if rc == 0 else None
 
     if params["service_cpus"].strip():

@@ -51,6 +51,11 @@ QUERY_FIELDS = (
     "persistence_mode",
     "mig.mode.current",
 )
+# What an nvidia-smi that never answers usually means, and what to do (gpu_facts, gpu_health).
+NVIDIA_SMI_HANG_HINT = ("a GPU may have fallen off the bus or the driver is wedged (look for Xid 79 in the kernel "
+                        "log: dmesg | grep Xid); a reboot of the host usually clears it. gpu_preflight_command_deadline "
+                        "sets how long nvidia-smi may take")
+
 QUERY_ARGS = ("--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv")
 
 TELEMETRY_FIELDS = ("index", "power.draw", "utilization.gpu", "memory.used", "clocks.sm")

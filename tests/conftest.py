@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -126,3 +127,34 @@ def _prometheus_samples(text: str) -> dict:
 def prometheus_samples():
     """The reader of Prometheus text by sample (_prometheus_samples)."""
     return _prometheus_samples
+
+
+@pytest.fixture
+def hung_nvidia_smi(tmp_path):
+    """An nvidia-smi that never answers, as on a host whose GPU fell off the bus, with a child of
+    its own holding its output open (so the whole process group must be stopped, not the script):
+    .path, and .left_running() -> the pids of the two still running (a zombie is not running)."""
+    path = tmp_path / "nvidia-smi"
+    path.write_text('#!/bin/sh\nsleep 600 &\necho $! $$ > "$0.pids"\nexec sleep 600\n')
+    path.chmod(0o755)
+
+    def running(pid):
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    class Hung:
+        def left_running(self, grace_s=2.0):
+            """(a SIGKILLed process takes a moment to die: grace_s for it)"""
+            pids = [int(pid) for pid in Path(f"{path}.pids").read_text().split()]
+            deadline = time.monotonic() + grace_s
+            while any(map(running, pids)) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            return [pid for pid in pids if running(pid)]
+
+    hung = Hung()
+    hung.path = path
+    yield hung
+    for pid in hung.left_running():
+        subprocess.run(["kill", "-9", str(pid)], check=False)

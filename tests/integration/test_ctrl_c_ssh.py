@@ -98,6 +98,38 @@ def host_vars(tmp_path, cm_dir, sshd, standin, tag):
     }
 
 
+def descendants(pid):
+    """pid and every process below it."""
+    children = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        found.append(todo.pop())
+        todo.extend(children.get(found[-1], []))
+    return found
+
+
+def describe(pids):
+    """One line per process: pid, state, what it waits on in the kernel, how long it has run and
+    its command line (for a run that stalls: which process on the host it waits on)."""
+    lines = []
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            wchan = Path(f"/proc/{pid}/wchan").read_text() or "-"
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - int(stat[19]) / os.sysconf("SC_CLK_TCK")
+        lines.append(f"  {pid} {stat[0]} {wchan} {age:.0f}s {cmd[:200]}")
+    return "\n".join(lines) or "  (none)"
+
+
 def master_alive(cm_dir):
     """Whether the ControlPersist master of the run is still up (its socket answers -O check)."""
     sockets = list(cm_dir.iterdir())
@@ -120,7 +152,9 @@ def test_a_stopped_controller_stops_the_client_and_the_sampler_over_ssh(tmp_path
         deadline = time.monotonic() + 300
         while not (client_processes([standin]) and len(tagged_processes(tag)) >= 3):
             assert proc.poll() is None, (tmp_path / "playbook.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "no client started in 300 s: " + (tmp_path / "playbook.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, ("no client started in 300 s: " + (tmp_path / "playbook.log").read_text()[-3000:]
+                                                 + "\nthe run's processes on the host:\n" + describe(tagged_processes(tag))
+                                                 + "\nthe controller's:\n" + describe(descendants(proc.pid)))
             time.sleep(0.5)
         time.sleep(3)  # (well inside the point: the client is loading the server)
         running = tagged_processes(tag)

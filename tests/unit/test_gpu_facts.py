@@ -206,3 +206,19 @@ def test_module_warns_when_topology_fails(run_module, monkeypatch, tmp_path):
     # ansible-core 2.19 sends warnings as structured events; the text is inside
     warnings = json.dumps(result["warnings"])
     assert "topo -m failed (rc=2)" in warnings and "topo -p2p r failed (rc=2)" in warnings
+
+
+
+def test_module_stops_an_nvidia_smi_that_never_answers(run_module, hung_nvidia_smi):
+    started = time.monotonic()
+    result = run_module(gpu_facts, nvidia_smi=str(hung_nvidia_smi.path), command_deadline=1)
+    assert time.monotonic() - started < 10
+    assert result["failed"] is True
+    assert "gave no answer in 1 s and was stopped" in result["msg"] and "Xid 79" in result["msg"]
+    assert "gpu_preflight_command_deadline" in result["msg"]
+    assert hung_nvidia_smi.left_running() == [], "the hung nvidia-smi or its child was left running"
+
+
+def test_module_refuses_a_deadline_below_a_second(run_module):
+    result = run_module(gpu_facts, nvidia_smi=str(FAKE), command_deadline=0)
+    assert result["failed"] is True and "gpu_preflight_command_deadline" in result["msg"]

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import gpu_health as gpu_health_module
@@ -289,6 +290,20 @@ def test_module_without_nvidia_smi_q_warns(run_module):
                         kernel_log_path="/nonexistent/kernel.log")
     assert result["rc_exit"] == 0 and result["errors"] == []
     assert levels(result["findings"], "smi_q") == ["warning"] and levels(result["findings"], "xid") == ["warning"]
+
+
+def test_module_stops_a_hung_nvidia_smi_and_says_so(run_module, hung_nvidia_smi):
+    """nvidia-smi -q that never answers (a GPU fallen off the bus): stopped at the deadline, its
+    checks reported as not read with what to do, the rest of the findings still made."""
+    started = time.monotonic()
+    result = run_module(gpu_health_module, gpus=facts("h200-1gpu"), nvidia_smi=str(hung_nvidia_smi.path), command_deadline=1,
+                        kernel_log_path=str(H200 / "kernel_log.txt"))
+    assert time.monotonic() - started < 10
+    assert result["rc_exit"] == 0 and result["errors"] == []
+    message = messages(result["findings"], "smi_q")
+    assert "gave no answer in 1 s and was stopped" in message and "Xid 79" in message
+    assert levels(result["findings"], "xid") == ["ok"]
+    assert hung_nvidia_smi.left_running() == []
 
 
 def test_fake_nvidia_smi_answers_q():
