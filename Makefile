@@ -70,6 +70,9 @@ syntax: venv
 	  echo "syntax-check $$pb"; $(BIN)/ansible-playbook --syntax-check -i inventory/example $$pb >/dev/null; \
 	done
 
+# Files are handed out in collection order, longest first (tests/conftest.py LONGEST_FIRST):
+# --no-loadscope-reorder, since xdist otherwise reorders them by their number of tests, which
+# left the long files of two or three tests (the SSH stop, the killed sweep) to the last minutes.
 # One pytest worker per core and one more (pytest-xdist; a worker waiting on a client's cold
 # start from disk leaves its core to the others: on 2 cores 3 workers kept the CPUs 94% busy
 # against 81%, 410 s against 430 s), each test file on one worker (the integration tests'
@@ -81,7 +84,7 @@ PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 ## unit: pytest: unit and integration tests, the stand-in, SGLang's real clients against it
 unit: venv $(CLIENT_VENV)/.done
 	SGLANG_CLIENT_PYTHON=$(abspath $(CLIENT_PY)) SGLANG_CLIENT_VENVS_DIR=$(abspath .cache) \
-	  $(BIN)/pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile --durations=15 tests
+	  $(BIN)/pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 tests
 
 # The scenarios run MOLECULE_JOBS at a time (each has its own containers and network; each runs
 # under a lock of its own, so a second `make` or a person never runs it at once; a scenario's

@@ -26,8 +26,16 @@ if str(REPO / "library") not in sys.path:
 # make unit runs each test file on one pytest-xdist worker, the files handed out in collection
 # order: the longest start first, so that no worker picks one up near the end (a 2-core run once
 # spent its last 245 s on the last 4% of the tests). make unit's --durations shows their times.
-LONGEST_FIRST = ("integration/test_bad_input.py", "integration/test_sweep_interrupted.py",
-                 "standin/test_client_versions.py", "unit/test_tune_search.py")
+# (measured per file, wall and CPU, on 2 cores with 3 workers; the Makefile passes
+# --no-loadscope-reorder, without which xdist hands out the files with the most tests first)
+LONGEST_FIRST = ("integration/test_sweep_interrupted.py", "integration/test_bad_input.py",
+                 "integration/test_ctrl_c_ssh.py", "unit/test_engine_args.py",
+                 "integration/test_fleet_failures.py", "integration/test_model_path_host.py",
+                 "standin/test_client_versions.py", "integration/test_bench_server_metrics.py",
+                 "integration/test_bad_client_output.py", "integration/test_router_bench_target.py",
+                 "integration/test_bench_dry_run.py", "integration/test_squatter.py", "integration/test_plan.py",
+                 "integration/test_no_journal.py", "integration/test_import_report.py",
+                 "integration/test_multinode_inputs.py", "unit/test_tune_search.py")
 
 
 def pytest_collection_modifyitems(items):

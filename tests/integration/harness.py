@@ -89,8 +89,10 @@ def run_playbook(tmp_path, playbook, host_vars, extra=None, check=False, hosts=N
     A host without a port of its own has NO_SERVER_PORT, checked silent first."""
     check_no_server()
     inventory = write_inventory(tmp_path, hosts or {"gpu-vm": host_vars})
+    # (a stalled run is stopped at 600 s: the slowest, test_bad_input's 40-host deploy, once took
+    # 300 s on a 2-core machine busy with three other test files)
     return playbook_run.run(playbook, inventory, tmp_path / "runner", extravars=extra, check=check,
-                            envvars=ENVVARS, timeout=300)
+                            envvars=ENVVARS, timeout=600)
 
 
 def only_failure(run):

@@ -67,7 +67,7 @@ DEPLOY = {
                                     "has 8 GPU(s) but the server needs 16 per host (sglang_server_args: "
                                     "tensor-parallel-size 16 x pp-size 1"),
     "tp_size_alias_a_word": ({"sglang_server_args": args(**{"tp-size": None, "tensor-parallel-size": "eight"})},
-                             "sglang_server_args tensor-parallel-size must be a positive integer, got 'eight'"),
+                             "tensor-parallel-size 'eight' must be a positive integer (sglang_server_args['tensor-parallel-size'])"),
     "arg_and_its_alias": ({"sglang_server_args": args(**{"tensor-parallel-size": 8})},
                           "sglang_server_args sets both 'tp-size' and 'tensor-parallel-size', one arg to SGLang"),
     "args_a_string": ({"sglang_server_args": "tp-size 8"},
