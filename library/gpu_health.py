@@ -184,8 +184,9 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    if host_command.deadline_error(params["command_deadline"]):
-        module.fail_json(msg=host_command.deadline_error(params["command_deadline"]))
+    deadline_problem = host_command.deadline_error(params["command_deadline"])
+    if deadline_problem:
+        module.fail_json(msg=deadline_problem)
     deadline = params["command_deadline"]
     gpus = params["gpus"]
     count = int(gpus.get("count") or 0)
