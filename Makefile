@@ -37,11 +37,15 @@ help:
 	bash scripts/setup-host.sh
 	@mkdir -p .cache && touch $@
 
-VENV_STORE := $(SGLPB_CACHE)/venv-$(shell cat requirements-dev.txt | sha256sum | cut -c1-12)
+# (scripts/zipimport-cache: a byte-code cache for the modules Ansible runs from zips on this
+# machine, root's only; the test image has it too. Its file is in the hash, as the requirements.)
+ZIPIMPORT_CACHE := $(wildcard scripts/zipimport-cache/*)
+VENV_STORE := $(SGLPB_CACHE)/venv-$(shell cat requirements-dev.txt $(ZIPIMPORT_CACHE) | sha256sum | cut -c1-12)
 
-$(VENV)/.done: requirements-dev.txt .cache/host-setup.done
+$(VENV)/.done: requirements-dev.txt $(ZIPIMPORT_CACHE) .cache/host-setup.done
 	bash scripts/cache-store.sh venv $(VENV_STORE) $(VENV) sh -c \
-	  '$(PYTHON) -m venv "$$STORE" && "$$STORE"/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt'
+	  '$(PYTHON) -m venv "$$STORE" && "$$STORE"/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt && \
+	   cp $(ZIPIMPORT_CACHE) "$$STORE"/lib/python3*/site-packages/'
 
 ## venv: the project's venv (ansible-core, molecule, lint tools, pytest), cached in SGLPB_CACHE
 venv: $(VENV)/.done

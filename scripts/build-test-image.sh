@@ -8,7 +8,9 @@ name=localhost/sglpb-debian12
 suite=bookworm
 mirror=${SGLPB_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 include=python3,python3-apt,sudo,systemd,systemd-sysv,dbus,iproute2,procps,ca-certificates,curl,gnupg
-recipe_hash=$( { cat "$0"; echo "$mirror"; cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true; } \
+# (a byte-code cache for the modules Ansible runs from zips, root's only: scripts/zipimport-cache)
+zipimport_cache=$(dirname "$0")/zipimport-cache
+recipe_hash=$( { cat "$0" "$zipimport_cache"/*; echo "$mirror"; cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true; } \
   | sha256sum | cut -c1-12)
 ref="$name:$recipe_hash"
 
@@ -39,6 +41,8 @@ if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
   cp /usr/local/share/ca-certificates/*.crt "$rootfs/usr/local/share/ca-certificates/"
   chroot "$rootfs" update-ca-certificates >/dev/null 2>&1
 fi
+cp "$zipimport_cache"/* "$rootfs/usr/lib/python3/dist-packages/"
+install -d -m 0700 "$rootfs/var/cache/sglpb-zipimport"
 # Empty, old apt lists: roles' cache_valid_time must trigger a real update.
 rm -rf "$rootfs/var/lib/apt/lists/"*
 mkdir -p "$rootfs/var/lib/apt/lists/partial"
