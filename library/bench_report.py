@@ -118,24 +118,6 @@ options:
         (module_utils/fleet.py missing_reason). They are kept in the run directory as
         C(failed-hosts.json), so a later re-render without this option (playbooks/report.yml)
         still marks them; given, it replaces that file (C({}) when every host finished).
-    type: dict
-    suboptions:
-      all:
-        description: Every host the play started with, C(ansible_play_hosts_all).
-        type: list
-        elements: str
-        required: true
-      active:
-        description: The hosts still in the play, C(ansible_play_hosts).
-        type: list
-        elements: str
-        required: true
-      rank0:
-        description:
-          - Per host, C(sglang_server_multinode.is_rank0) (null for a single-node server); a
-            multi-node server's ranks >= 1 leave the play on purpose and are not missing.
-        type: dict
-        default: {}
   host_errors:
     description:
       - Per host, what the controller saw fail on it (the message of its failed task), the
@@ -159,6 +141,8 @@ options:
     type: str
 author:
   - sglang-playbooks
+extends_documentation_fragment:
+  - sglpb_play_hosts
 """
 
 EXAMPLES = r"""

@@ -180,24 +180,6 @@ options:
       - With C(provenance) (plan, search), the play's hosts as Ansible sees them; each host that
         failed or was unreachable (module_utils/fleet.py failed_hosts) goes into run.json's
         C(hosts) marked C(missing).
-    type: dict
-    suboptions:
-      all:
-        description: Every host the play started with, C(ansible_play_hosts_all).
-        type: list
-        elements: str
-        required: true
-      active:
-        description: The hosts still in the play, C(ansible_play_hosts).
-        type: list
-        elements: str
-        required: true
-      rank0:
-        description:
-          - Per host, C(sglang_server_multinode.is_rank0) (null for a single-node server); a
-            multi-node server's ranks >= 1 leave the play on purpose and are not missing.
-        type: dict
-        default: {}
   dry_run:
     description: action=plan - return the points and write nothing.
     type: bool
@@ -277,6 +259,8 @@ options:
     default: []
 author:
   - sglang-playbooks
+extends_documentation_fragment:
+  - sglpb_play_hosts
 """
 
 EXAMPLES = r"""

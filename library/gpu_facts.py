@@ -30,10 +30,6 @@ description:
     outputs without a path are then treated as absent, and the facts they feed stay empty.
   - Only reads; check mode returns the same facts.
 options:
-  nvidia_smi:
-    description: nvidia-smi executable, a name looked up on PATH or an absolute path.
-    type: str
-    default: nvidia-smi
   query_csv_path:
     description: Saved output of any C(nvidia-smi --query-gpu=... --format=csv) with its header.
     type: path
@@ -70,6 +66,8 @@ options:
     default: 60
 author:
   - sglang-playbooks
+extends_documentation_fragment:
+  - sglpb_nvidia_smi
 """
 
 EXAMPLES = r"""

@@ -36,10 +36,6 @@ description:
   - Returns the P2P verdict (works, broken or unavailable) that the NCCL settings rest on.
   - Only reads; check mode returns the same.
 options:
-  nvidia_smi:
-    description: nvidia-smi to run for C(nvidia-smi -q).
-    type: str
-    default: nvidia-smi
   smi_q_path:
     description: A saved C(nvidia-smi -q) to read instead of running it.
     type: path
@@ -86,6 +82,8 @@ options:
     default: 60
 author:
   - sglang-playbooks
+extends_documentation_fragment:
+  - sglpb_nvidia_smi
 """
 
 EXAMPLES = r"""

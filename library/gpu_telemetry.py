@@ -52,10 +52,6 @@ options:
     description: Sample file on the host; its process id is kept in C(path).pid.
     type: path
     default: /run/sglang-playbooks/gpu-telemetry.csv
-  nvidia_smi:
-    description: The nvidia-smi command.
-    type: str
-    default: nvidia-smi
   interval_ms:
     description: Sampling interval.
     type: int
@@ -83,6 +79,8 @@ options:
     elements: dict
 author:
   - sglang-playbooks
+extends_documentation_fragment:
+  - sglpb_nvidia_smi
 """
 
 EXAMPLES = r"""

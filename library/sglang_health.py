@@ -45,10 +45,6 @@ options:
   port:
     description: The port to check (C(state=port), C(owner)); default the URL's, when the URL names this host.
     type: int
-  url:
-    description: Base URL of the server.
-    type: str
-    default: http://127.0.0.1:30000
   endpoint:
     description: Health endpoint to poll; C(/health_generate) runs a real one-token generation.
     type: str
@@ -78,14 +74,12 @@ options:
     description: API key (sent as Bearer) for an endpoint other than a health one, only after
       the owner check passed; health endpoints never get it.
     type: str
-  validate_certs:
-    description: Check the server's TLS certificate (an https URL).
-    type: bool
-    default: true
   tail_lines:
     description: Log lines returned in C(log_tail).
     type: int
     default: 40
+extends_documentation_fragment:
+  - sglpb_server_url
 """
 
 EXAMPLES = r"""

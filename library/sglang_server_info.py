@@ -22,10 +22,6 @@ description:
     another host unless C(allow_key_over_http); certificates of an C(https://) URL are checked
     unless C(validate_certs) is false.
 options:
-  url:
-    description: Base URL of the server.
-    type: str
-    default: http://127.0.0.1:30000
   api_key:
     description: API key, sent as Bearer.
     type: str
@@ -39,14 +35,12 @@ options:
     description: Send the key over plain http to another host (C(sglang_allow_key_over_http)).
     type: bool
     default: false
-  validate_certs:
-    description: Check the server's TLS certificate (an https URL).
-    type: bool
-    default: true
   timeout:
     description: Seconds for each request.
     type: float
     default: 10
+extends_documentation_fragment:
+  - sglpb_server_url
 """
 
 EXAMPLES = r"""
