@@ -109,6 +109,13 @@ def tasks_on(run, host):
             for e in run.events if e.get("event") in kinds and e["event_data"].get("host") == host]
 
 
+def changed_on(run, host):
+    """[(play, task)] of every task that changed host, or in check mode would have (changed: true)."""
+    return [(e["event_data"].get("play", ""), e["event_data"].get("task", ""))
+            for e in run.events if e.get("event") == "runner_on_ok" and e["event_data"].get("host") == host
+            and e["event_data"].get("res", {}).get("changed")]
+
+
 def _processes():
     """(pid, argv) of every process on this machine."""
     for pid in filter(str.isdigit, os.listdir("/proc")):
