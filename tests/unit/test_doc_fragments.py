@@ -42,11 +42,9 @@ def test_each_fragment_is_in_the_docs_of_every_module_that_names_it():
 
 
 def own_options(path):
-    """The options a file's DOCUMENTATION writes itself (before any fragment is merged)."""
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "DOCUMENTATION":
-            return yaml.safe_load(node.value.value)["options"]
-    for node in ast.walk(ast.parse(path.read_text())):  # (a fragment: in its class)
+    """The options a file's DOCUMENTATION writes itself (before any fragment is merged): a
+    module's at its top, a fragment's in its class."""
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "DOCUMENTATION":
             return yaml.safe_load(node.value.value)["options"]
     raise AssertionError(f"no DOCUMENTATION in {path}")

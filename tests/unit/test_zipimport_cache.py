@@ -33,7 +33,7 @@ print(json.dumps(out))
 """
 
 
-def run(tmp_path, zip_path, cache_dir):
+def run(zip_path, cache_dir):
     program = (PROGRAM.replace("HOOK", repr(str(HOOK))).replace("CACHE_DIR", repr(str(cache_dir)))
                .replace("ZIP", repr(str(zip_path))))
     out = subprocess.run([sys.executable, "-S", "-c", program], capture_output=True, text=True, check=True)
@@ -49,16 +49,16 @@ def test_a_source_is_compiled_once_and_then_read_from_the_cache(tmp_path):
     cache_dir = tmp_path / "cache"
     cache_dir.mkdir(mode=0o700)
     make_zip(tmp_path / "a.zip", 41)
-    first = run(tmp_path, tmp_path / "a.zip", cache_dir)
+    first = run(tmp_path / "a.zip", cache_dir)
     # the first import compiles (and keeps it), the second reads the kept code
     assert first == [[1, 41, f"{tmp_path}/a.zip/mod.py"], [1, 41, f"{tmp_path}/a.zip/mod.py"]]
     assert len(list(cache_dir.iterdir())) == 1
     # another archive with the same source: no compile, and its own path in tracebacks
     make_zip(tmp_path / "b.zip", 41)
-    assert run(tmp_path, tmp_path / "b.zip", cache_dir)[0] == [0, 41, f"{tmp_path}/b.zip/mod.py"]
+    assert run(tmp_path / "b.zip", cache_dir)[0] == [0, 41, f"{tmp_path}/b.zip/mod.py"]
     # a changed source is compiled anew, never answered from the old one
     make_zip(tmp_path / "c.zip", 42)
-    assert run(tmp_path, tmp_path / "c.zip", cache_dir)[0] == [1, 42, f"{tmp_path}/c.zip/mod.py"]
+    assert run(tmp_path / "c.zip", cache_dir)[0] == [1, 42, f"{tmp_path}/c.zip/mod.py"]
     assert len(list(cache_dir.iterdir())) == 2
 
 
@@ -66,10 +66,10 @@ def test_a_damaged_cache_entry_is_compiled_again(tmp_path):
     cache_dir = tmp_path / "cache"
     cache_dir.mkdir(mode=0o700)
     make_zip(tmp_path / "a.zip", 7)
-    run(tmp_path, tmp_path / "a.zip", cache_dir)
+    run(tmp_path / "a.zip", cache_dir)
     (entry,) = cache_dir.iterdir()
     entry.write_bytes(b"\x00")
-    assert run(tmp_path, tmp_path / "a.zip", cache_dir)[0] == [1, 7, f"{tmp_path}/a.zip/mod.py"]
+    assert run(tmp_path / "a.zip", cache_dir)[0] == [1, 7, f"{tmp_path}/a.zip/mod.py"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the cache is root's: the folder's owner is checked")
