@@ -109,6 +109,13 @@ def tasks_on(run, host):
             for e in run.events if e.get("event") in kinds and e["event_data"].get("host") == host]
 
 
+def modules_run_on(run, host):
+    """{module or action name} of every task that ran on host (ok, changed or failed; not skipped)."""
+    kinds = ("runner_on_ok", "runner_on_failed")
+    return {e["event_data"].get("task_action", "") for e in run.events
+            if e.get("event") in kinds and e["event_data"].get("host") == host}
+
+
 def changed_on(run, host):
     """[(play, task)] of every task that changed host, or in check mode would have (changed: true)."""
     return [(e["event_data"].get("play", ""), e["event_data"].get("task", ""))

@@ -15,7 +15,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from harness import BASE_VARS, REPO, changed_on, only_failure, run_playbook, tasks_on
+from harness import BASE_VARS, REPO, changed_on, modules_run_on, only_failure, run_playbook, tasks_on
 
 VALIDATION_PLAY = "Check the inputs and the GPUs before changing anything"
 DEPLOY_PLAY = "Deploy the SGLang server"
@@ -354,6 +354,16 @@ def test_a_wrong_input_stops_with_a_clear_message_before_anything_changes(runs, 
     assert not changed_on(run, host), run.explain()
     if failure.play != HOSTS_PLAY:
         assert not list((tmp / "results").glob("*/records.jsonl")) or case.startswith(("results_", "run_id_with"))
+
+
+def test_a_wrong_tune_input_is_named_before_the_gpu_tests(runs):
+    """tune.yml checks its inputs before the GPU preflight (minutes of GPU tests on a real host):
+    no case of tune.yml's ran gpu_facts or gpu_health on the host."""
+    cases = [name for name, (playbook, *_rest) in SINGLE.items() if playbook == "tune.yml"]
+    assert len(cases) >= 5
+    for case in cases:
+        run, host, _ = runs[case]
+        assert not modules_run_on(run, host) & {"gpu_facts", "gpu_health"}, (case, sorted(modules_run_on(run, host)))
 
 
 def test_good_input_passes_validation(tmp_path):
