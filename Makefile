@@ -18,6 +18,10 @@ MOLECULE_SCENARIOS ?= preflight default
 PLAYBOOKS := $(wildcard playbooks/*.yml)
 # the targets of `make test-extra` (mk/tune-search.mk and mk/real-sglang.mk add theirs)
 EXTRA_TEST_TARGETS :=
+# What pytest and the scenarios need built (venvs, wheelhouses, the image; mk/*.mk add theirs):
+# `make test` builds them all first, three at a time (make needs).
+UNIT_NEEDS := venv .cache/client-venv/.done
+MOLECULE_NEEDS := venv image
 # Virtual environments are built once per requirements file into SGLPB_CACHE (outside the
 # clone, so CI's fresh clones reuse them) and linked into the project.
 SGLPB_CACHE ?= $(HOME)/.cache/sglang-playbooks
@@ -25,7 +29,7 @@ export SGLPB_CACHE
 
 -include mk/*.mk
 
-.PHONY: help setup venv image lint syntax unit molecule test test-extra demo demo-hosts demo-clean clean
+.PHONY: help setup needs needs-built venv image lint syntax unit molecule test test-extra demo demo-hosts demo-clean clean
 
 ## help: list every target with its one-line description
 help:
@@ -37,15 +41,17 @@ help:
 	bash scripts/setup-host.sh
 	@mkdir -p .cache && touch $@
 
-# (scripts/zipimport-cache: a byte-code cache for the modules Ansible runs from zips on this
-# machine, root's only; the test image has it too. Its file is in the hash, as the requirements.)
-ZIPIMPORT_CACHE := $(wildcard scripts/zipimport-cache/*)
-VENV_STORE := $(SGLPB_CACHE)/venv-$(shell cat requirements-dev.txt $(ZIPIMPORT_CACHE) | sha256sum | cut -c1-12)
+# Test machinery in the venv, root's only (their files are in the hash, as the requirements):
+# scripts/zipimport-cache, a byte-code cache for the modules Ansible runs from zips on this
+# machine (the test image has it too); scripts/ansiballz-cache, the modules' payloads that
+# ansible-playbook builds, kept between playbook runs.
+VENV_CACHES := $(wildcard scripts/zipimport-cache/* scripts/ansiballz-cache/*)
+VENV_STORE := $(SGLPB_CACHE)/venv-$(shell cat requirements-dev.txt $(VENV_CACHES) | sha256sum | cut -c1-12)
 
-$(VENV)/.done: requirements-dev.txt $(ZIPIMPORT_CACHE) .cache/host-setup.done
+$(VENV)/.done: requirements-dev.txt $(VENV_CACHES) .cache/host-setup.done
 	bash scripts/cache-store.sh venv $(VENV_STORE) $(VENV) sh -c \
 	  '$(PYTHON) -m venv "$$STORE" && "$$STORE"/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt && \
-	   cp $(ZIPIMPORT_CACHE) "$$STORE"/lib/python3*/site-packages/'
+	   cp $(VENV_CACHES) "$$STORE"/lib/python3*/site-packages/'
 
 ## venv: the project's venv (ansible-core, molecule, lint tools, pytest), cached in SGLPB_CACHE
 venv: $(VENV)/.done
@@ -86,7 +92,7 @@ syntax: venv
 # pytest run rather than three (measured: the same wall time, 440 s against 441 s).
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 ## unit: pytest: unit and integration tests, the stand-in, SGLang's real clients against it
-unit: venv $(CLIENT_VENV)/.done
+unit: $(UNIT_NEEDS)
 	SGLANG_CLIENT_PYTHON=$(abspath $(CLIENT_PY)) SGLANG_CLIENT_VENVS_DIR=$(abspath .cache) \
 	  $(BIN)/pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 tests
 
@@ -101,7 +107,7 @@ MOLECULE_ORDER := bench fleet default faults cuda preflight
 MOLECULE_RUN := $(filter $(MOLECULE_SCENARIOS),$(MOLECULE_ORDER)) $(filter-out $(MOLECULE_ORDER),$(MOLECULE_SCENARIOS))
 
 ## molecule: every molecule scenario of make test, two at a time
-molecule: venv image
+molecule: $(MOLECULE_NEEDS)
 	@$(MAKE) --no-print-directory -j$(MOLECULE_JOBS) --output-sync=target $(addprefix molecule-,$(MOLECULE_RUN))
 
 # Each scenario's task times (the profile_tasks callback: the 15 slowest tasks of each playbook
@@ -119,8 +125,19 @@ molecule-%: venv image
 # lowest priority, on that idle time, rather than before everything. A failure of either is
 # reported when the scenarios end, their output after the scenarios' (make lint alone reports in
 # a minute).
+# On a fresh machine the downloads and installs that `make test` needs take about ten minutes
+# one after another with a core idle (they wait on the network and the disk as much as on the
+# CPU): built three at a time instead. SGLang's release client venvs stay one at a time (each
+# hardlinks itself to the finished ones: mk/standin.mk).
+## needs: build everything pytest and the scenarios need (venvs, wheelhouses, the image), three at a time
+needs:
+	@$(MAKE) --no-print-directory -j3 --output-sync=target needs-built
+needs-built: $(sort $(UNIT_NEEDS) $(MOLECULE_NEEDS))
+	@echo "make needs: the venvs, the wheelhouses and the image are ready"
+
 ## test: every test: pytest with the real-client checks, then molecule with lint and syntax beside it
-test: unit image
+test: needs
+	@$(MAKE) --no-print-directory unit
 	@mkdir -p .cache; nice -n 19 $(MAKE) --no-print-directory lint syntax > .cache/checks-beside.log 2>&1 & \
 	checks=$$!; status=0; $(MAKE) --no-print-directory molecule || status=$$?; \
 	wait $$checks || status=$$?; cat .cache/checks-beside.log; \

@@ -4,7 +4,7 @@ MOLECULE_SCENARIOS += bench
 .PHONY: bench-overhead
 
 # The bench scenario runs SGLang's Rust client from the client venv on the controller.
-molecule: .cache/client-venv/.done
+MOLECULE_NEEDS += .cache/client-venv/.done
 
 # Orchestration overhead of one 4-point sweep on one demo host (points of >= 20 s: concurrency
 # 1024-1792 with 5 x C prompts at the stand-in's default time scale): the wall time of

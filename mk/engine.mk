@@ -21,4 +21,4 @@ $(ENGINE_SOURCES)/.done: | $(VENV)/.done
 	     find "$$STORE/$$v" -type f ! -name "*.py" -delete; \
 	   done && rm -rf "$$STORE/wheels"'
 
-unit: $(ENGINE_SOURCES)/.done
+UNIT_NEEDS += $(ENGINE_SOURCES)/.done

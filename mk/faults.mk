@@ -3,7 +3,7 @@
 # each message means. It runs SGLang's Rust client from the client venv on the controller.
 MOLECULE_SCENARIOS += faults
 
-molecule: .cache/client-venv/.done
+MOLECULE_NEEDS += .cache/client-venv/.done
 
 .PHONY: test-faults
 ## test-faults: the molecule faults scenario alone

@@ -12,13 +12,13 @@ SMG_WHEELHOUSE_STORE := $(SGLPB_CACHE)/smg-wheelhouse-$(shell grep -hv '^\#' $(S
 ## smg-wheelhouse: the wheels of the router role's pinned smg, for test hosts without an index
 smg-wheelhouse: $(SMG_WHEELHOUSE)/.done
 
-$(SMG_WHEELHOUSE)/.done: $(SMG_REQUIREMENTS)
+$(SMG_WHEELHOUSE)/.done: $(SMG_REQUIREMENTS) | .cache/host-setup.done
 	bash scripts/cache-store.sh smg-wheelhouse $(SMG_WHEELHOUSE_STORE) $(SMG_WHEELHOUSE) sh -c \
 	  'mkdir -p "$$STORE" && for req in $(SMG_REQUIREMENTS); do \
 	     $(CLIENT_BASE_PYTHON) -m pip download --quiet --no-deps --only-binary :all: -d "$$STORE" -r $$req || exit 1; done'
 
 # The router host installs smg from the wheelhouse; the benchmark runs the Rust client.
-molecule: $(SMG_WHEELHOUSE)/.done .cache/client-venv/.done
+MOLECULE_NEEDS += $(SMG_WHEELHOUSE)/.done .cache/client-venv/.done
 
 ## test-fleet: the molecule fleet scenario (two stand-in workers behind the real smg router)
 test-fleet: venv image $(SMG_WHEELHOUSE)/.done .cache/client-venv/.done

@@ -35,7 +35,9 @@ client-venv: $(CLIENT_VENV)/.done
 # Built once per requirements file in SGLPB_CACHE (see the Makefile) and linked here.
 CLIENT_STORE := $(SGLPB_CACHE)/client-venv-$(shell cat $(CLIENT_REQUIREMENTS) | sha256sum | cut -c1-12)
 
-$(CLIENT_VENV)/.done: $(CLIENT_REQUIREMENTS)
+# (after the host's set-up, which installs python3-venv where it is missing: make needs runs
+# these side by side)
+$(CLIENT_VENV)/.done: $(CLIENT_REQUIREMENTS) | .cache/host-setup.done
 	bash scripts/cache-store.sh client-venv $(CLIENT_STORE) $(CLIENT_VENV) sh -c \
 	  '$(CLIENT_BASE_PYTHON) -m venv "$$STORE" && "$$STORE"/bin/python -m pip install --quiet --no-deps -r $(CLIENT_REQUIREMENTS) && \
 	   "$$STORE"/bin/python -m sglang.benchmark.rust_client --help > /dev/null'
@@ -65,11 +67,15 @@ link_client_venvs = if command -v hardlink > /dev/null; then hardlink --quiet --
 	  $$(for d in $(SGLPB_CACHE)/client-venv-*-*/.done; do [ -e "$$d" ] && dirname "$$d"; done); \
 	  else echo "no hardlink(1) (util-linux): the release client venvs keep a copy each"; fi
 $(foreach v,$(CLIENT_VERSIONS),$(eval $(call client_version_venv,$(v))))
+# One release's venv at a time, in CLIENT_VERSIONS' order (make needs builds three things at
+# once): each hardlinks itself only to the finished ones.
+$(foreach i,$(shell seq 2 $(words $(CLIENT_VERSIONS))),$(eval \
+  $(word $(i),$(CLIENT_VERSION_VENVS)): | $(word $(shell expr $(i) - 1),$(CLIENT_VERSION_VENVS))))
 
 ## client-wheelhouse: the wheels of every client-VERSION file, for test hosts without an index
 client-wheelhouse: $(CLIENT_WHEELHOUSE)/.done
 
-$(CLIENT_WHEELHOUSE)/.done: $(CLIENT_VERSION_REQUIREMENTS)
+$(CLIENT_WHEELHOUSE)/.done: $(CLIENT_VERSION_REQUIREMENTS) | .cache/host-setup.done
 	bash scripts/cache-store.sh client-wheelhouse $(CLIENT_WHEELHOUSE_STORE) $(CLIENT_WHEELHOUSE) sh -c \
 	  'mkdir -p "$$STORE" && for req in $(CLIENT_VERSION_REQUIREMENTS); do \
 	     $(CLIENT_BASE_PYTHON) -m pip download --quiet --no-deps --only-binary :all: -d "$$STORE" -r $$req || exit 1; done'
@@ -87,9 +93,9 @@ test-standin-clients: $(VENV)/.done $(CLIENT_VERSION_VENVS)
 	SGLANG_CLIENT_VENVS_DIR=$(abspath .cache) $(PY) -m pytest tests/standin/test_client_versions.py -q
 
 # The bench scenario's test hosts install SGLang's client from the wheelhouse (mounted).
-molecule: $(CLIENT_WHEELHOUSE)/.done
+MOLECULE_NEEDS += $(CLIENT_WHEELHOUSE)/.done
 
 # tests/standin/test_cli.py checks the stand-in's --config against SGLang 0.5.10.post1's own
 # merger from that release's client venv (skipped without it): built before `make unit`, so that
 # a first run checks it too.
-unit: $(CLIENT_VERSION_VENVS)
+UNIT_NEEDS += $(CLIENT_VERSION_VENVS)

@@ -1,0 +1,105 @@
+"""scripts/ansiballz-cache: the modules' payloads kept between playbook runs, never after their
+sources changed (their contents, not their times); root's 0700 store only. The playbooks run with the project venv's
+ansible-playbook, where the Makefile installs the hook."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts" / "zipimport-cache"))
+sys.path.insert(0, str(REPO / "scripts" / "ansiballz-cache"))
+import sglpb_ansiballz_cache as cache  # noqa: E402
+
+VENV = REPO / ".venv" / "bin"
+MODULE = """#!/usr/bin/python
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.sglpb_probe_util import VALUE
+
+AnsibleModule(argument_spec={}).exit_json(changed=False, value=VALUE)
+"""
+PLAYBOOK = """- hosts: localhost
+  gather_facts: false
+  tasks:
+    - sglpb_probe:
+      register: probe
+    - ansible.builtin.debug:
+        msg: "probe says {{ probe.value }}"
+"""
+
+
+@pytest.fixture
+def project(tmp_path):
+    """A playbook, a module of its own and the module_utils file it imports."""
+    (tmp_path / "library").mkdir()
+    (tmp_path / "module_utils").mkdir()
+    (tmp_path / "library" / "sglpb_probe.py").write_text(MODULE)
+    (tmp_path / "module_utils" / "sglpb_probe_util.py").write_text('VALUE = "one"\n')
+    (tmp_path / "site.yml").write_text(PLAYBOOK)
+    (tmp_path / "ansible.cfg").write_text("[defaults]\nlibrary = ./library\nmodule_utils = ./module_utils\n")
+    store = tmp_path / "store"
+    store.mkdir(mode=0o700)
+    return tmp_path, store
+
+
+def play(folder, store):
+    """ansible-playbook -vvvvv site.yml: (what the probe said, whether a payload was built: Ansible
+    names at -vvvvv each module_utils file it puts into one)."""
+    if subprocess.run([str(VENV / "python"), "-c", "import sglpb_ansiballz_cache"], check=False).returncode:
+        pytest.fail("the project venv lacks scripts/ansiballz-cache: run `make venv`")
+    env = {**os.environ, "ANSIBLE_CONFIG": str(folder / "ansible.cfg"), "SGLPB_ANSIBALLZ_CACHE": str(store),
+           "ANSIBLE_NOCOLOR": "1"}
+    out = subprocess.run([str(VENV / "ansible-playbook"), "-i", "localhost,", "-c", "local", "-vvvvv",
+                          "-e", f"ansible_python_interpreter={VENV / 'python'}", "site.yml"], cwd=folder,
+                         env=env, capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    said = [line.split("probe says ")[1].strip('" ') for line in out.stdout.splitlines() if "probe says " in line]
+    return said[0], "Including module_utils file ansible/module_utils/sglpb_probe_util.py" in out.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the store is root's only")
+def test_a_payload_is_built_once_and_never_after_its_module_utils_changed(project):
+    folder, store = project
+    assert play(folder, store) == ("one", True)
+    kept = [p for p in store.rglob("ansible.legacy.sglpb_probe-*")]
+    assert len(kept) == 1, sorted(store.rglob("*"))
+    # the next run reads the kept payload: nothing is built
+    assert play(folder, store) == ("one", False)
+    # a changed module_utils file, of the same size and time: built again, and the new code runs
+    util = folder / "module_utils" / "sglpb_probe_util.py"
+    st = util.stat()
+    util.write_text('VALUE = "two"\n')
+    os.utime(util, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert play(folder, store) == ("two", True)
+    assert len(list(store.rglob("ansible.legacy.sglpb_probe-*"))) == 2
+    # a changed module: the same
+    (folder / "library" / "sglpb_probe.py").write_text(MODULE.replace("value=VALUE", "value=VALUE + '!'"))
+    assert play(folder, store) == ("two!", True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the store is root's only")
+def test_a_store_others_can_write_is_not_used(project):
+    folder, store = project
+    store.chmod(0o777)
+    assert play(folder, store) == ("one", True)
+    assert play(folder, store) == ("one", True)
+    assert not list(store.iterdir())
+
+
+def test_the_signature_follows_the_sources(project):
+    folder, _ = project
+
+    class Constants:
+        DEFAULT_MODULE_PATH = [str(folder / "library")]
+        DEFAULT_MODULE_UTILS_PATH = [str(folder / "module_utils")]
+        DEFAULT_ROLES_PATH = []
+
+    argv = ["ansible-playbook", str(folder / "site.yml")]
+    first = cache.signature(Constants, argv)
+    assert cache.signature(Constants, argv) == first
+    util = folder / "module_utils" / "sglpb_probe_util.py"
+    util.write_text('VALUE = "three"\n')
+    assert cache.signature(Constants, argv) != first
+    assert str(folder / "module_utils") in cache.source_folders(Constants, argv)
