@@ -29,7 +29,7 @@ export SGLPB_CACHE
 
 -include mk/*.mk
 
-.PHONY: help setup needs needs-built venv image lint syntax unit molecule test test-extra demo demo-hosts demo-clean clean
+.PHONY: help setup needs venv image lint syntax unit molecule test test-extra demo demo-hosts demo-clean clean
 
 ## help: list every target with its one-line description
 help:
@@ -131,8 +131,7 @@ molecule-%: venv image
 # hardlinks itself to the finished ones: mk/standin.mk).
 ## needs: build everything pytest and the scenarios need (venvs, wheelhouses, the image), three at a time
 needs:
-	@$(MAKE) --no-print-directory -j3 --output-sync=target needs-built
-needs-built: $(sort $(UNIT_NEEDS) $(MOLECULE_NEEDS))
+	@$(MAKE) --no-print-directory --silent -j3 --output-sync=target $(sort $(UNIT_NEEDS) $(MOLECULE_NEEDS))
 	@echo "make needs: the venvs, the wheelhouses and the image are ready"
 
 ## test: every test: pytest with the real-client checks, then molecule with lint and syntax beside it
