@@ -120,11 +120,6 @@ molecule-%: venv image
 	  flock /tmp/molecule-$*.lock $(BIN)/molecule test -s $* 2>&1 | scripts/clock-lines.sh; \
 	echo "=== molecule $*: passed in $$(( $$(date +%s) - start )) s"
 
-# pytest keeps both cores busy; the scenarios leave a sixth of them idle (waiting on their
-# stand-ins' simulated GPU time), so lint and the syntax checks run beside the scenarios at the
-# lowest priority, on that idle time, rather than before everything. A failure of either is
-# reported when the scenarios end, their output after the scenarios' (make lint alone reports in
-# a minute).
 # On a fresh machine the downloads and installs that `make test` needs take about ten minutes
 # one after another with a core idle (they wait on the network and the disk as much as on the
 # CPU): built three at a time instead. SGLang's release client venvs stay one at a time (each
@@ -134,7 +129,12 @@ needs:
 	@$(MAKE) --no-print-directory --silent -j3 --output-sync=target $(sort $(UNIT_NEEDS) $(MOLECULE_NEEDS))
 	@echo "make needs: the venvs, the wheelhouses and the image are ready"
 
-## test: every test: pytest with the real-client checks, then molecule with lint and syntax beside it
+# pytest keeps both cores busy; the scenarios leave a sixth of them idle (waiting on their
+# stand-ins' simulated GPU time), so lint and the syntax checks run beside the scenarios at the
+# lowest priority, on that idle time, rather than before everything. A failure of either is
+# reported when the scenarios end, their output after the scenarios' (make lint alone reports in
+# a minute).
+## test: every test: make needs, pytest with the real-client checks, then molecule with lint and syntax beside it
 test: needs
 	@$(MAKE) --no-print-directory unit
 	@mkdir -p .cache; nice -n 19 $(MAKE) --no-print-directory lint syntax > .cache/checks-beside.log 2>&1 & \
