@@ -14,7 +14,7 @@ and Ansible's versions, the installed distributions (their dist-info names: what
 Ansible's own modules and collections among it), and the path and contents of every file in the
 module and module_utils paths Ansible is configured with, in the roles' library and module_utils
 folders, and beside the playbooks on the command line (this repository's: about 1 MB, hashed in
-a few milliseconds). A changed module or module_utils file changes the signature, so a payload is never reused
+a few milliseconds), and the MANIFEST.json of each collection in Ansible's collections paths. A changed module or module_utils file changes the signature, so a payload is never reused
 after its sources changed. At the start of a run the entries of its signature's folder are copied
 into the run's cache; at its end the entries the run built are copied back.
 
@@ -26,6 +26,7 @@ could write it (Ansible's entries are pickles). The entries hold module code, ne
 arguments (Ansible adds those after the cache).
 """
 import atexit
+import glob
 import hashlib
 import importlib.abc
 import importlib.machinery
@@ -41,17 +42,21 @@ MODULE_COMMON = "ansible.executor.module_common"
 KEEP_UNUSED_S = 3 * 24 * 3600
 
 
+def _add_file(digest, path):
+    """Add a file's path and contents to digest."""
+    try:
+        with open(path, "rb") as f:
+            digest.update(f"{path}\0".encode() + hashlib.sha256(f.read()).digest())
+    except OSError:
+        pass
+
+
 def _add_tree(digest, top):
     """Add each file under top (its path and contents) to digest."""
     for root, dirs, files in os.walk(top):
         dirs.sort()
         for name in sorted(files):
-            path = os.path.join(root, name)
-            try:
-                with open(path, "rb") as f:
-                    digest.update(f"{path}\0".encode() + hashlib.sha256(f.read()).digest())
-            except OSError:
-                continue
+            _add_file(digest, os.path.join(root, name))
 
 
 def source_folders(constants, argv):
@@ -80,6 +85,11 @@ def signature(constants, argv):
     for folder in source_folders(constants, argv):
         digest.update(f"folder {folder}\n".encode())
         _add_tree(digest, folder)
+    # collections installed outside pip (ansible-galaxy): each one's MANIFEST.json holds the
+    # checksum of its file list, which holds each file's
+    for top in constants.COLLECTIONS_PATHS or []:
+        for manifest in sorted(glob.glob(os.path.join(top, "ansible_collections", "*", "*", "MANIFEST.json"))):
+            _add_file(digest, manifest)
     return digest.hexdigest()[:32]
 
 

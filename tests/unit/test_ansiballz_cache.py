@@ -1,6 +1,7 @@
 """scripts/ansiballz-cache: the modules' payloads kept between playbook runs, never after their
 sources changed (their contents, not their times); root's 0700 store only. The playbooks run with the project venv's
 ansible-playbook, where the Makefile installs the hook."""
+import importlib.util
 import os
 import subprocess
 import sys
@@ -10,8 +11,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts" / "zipimport-cache"))
-sys.path.insert(0, str(REPO / "scripts" / "ansiballz-cache"))
-import sglpb_ansiballz_cache as cache  # noqa: E402
+# (this checkout's file, not the copy the venv imports at start)
+_spec = importlib.util.spec_from_file_location("ansiballz_cache_here",
+                                               REPO / "scripts" / "ansiballz-cache" / "sglpb_ansiballz_cache.py")
+cache = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cache)
+# (its import hook is for ansible-playbook, not for this process)
+sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, cache._AfterModuleCommon)]
 
 VENV = REPO / ".venv" / "bin"
 MODULE = """#!/usr/bin/python
@@ -95,6 +101,7 @@ def test_the_signature_follows_the_sources(project):
         DEFAULT_MODULE_PATH = [str(folder / "library")]
         DEFAULT_MODULE_UTILS_PATH = [str(folder / "module_utils")]
         DEFAULT_ROLES_PATH = []
+        COLLECTIONS_PATHS = [str(folder / "collections")]
 
     argv = ["ansible-playbook", str(folder / "site.yml")]
     first = cache.signature(Constants, argv)
@@ -103,3 +110,10 @@ def test_the_signature_follows_the_sources(project):
     util.write_text('VALUE = "three"\n')
     assert cache.signature(Constants, argv) != first
     assert str(folder / "module_utils") in cache.source_folders(Constants, argv)
+    # a collection installed with ansible-galaxy, then another version of it
+    manifest = folder / "collections" / "ansible_collections" / "acme" / "gpu" / "MANIFEST.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text('{"collection_info": {"version": "1.0.0"}}')
+    installed = cache.signature(Constants, argv)
+    manifest.write_text('{"collection_info": {"version": "1.0.1"}}')
+    assert len({first, installed, cache.signature(Constants, argv)}) == 3
