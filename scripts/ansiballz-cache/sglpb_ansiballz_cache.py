@@ -11,10 +11,11 @@ runs, and a check-mode deploy.yml spent 4.8 s of its 32 s of CPU there (0.2 s wi
 This keeps that cache between runs. Ansible names an entry by the module's name only, so the
 entries are kept in a folder named by a signature of everything a payload is built from: Python's
 and Ansible's versions, the installed distributions (their dist-info names: what pip installed,
-Ansible's own modules and collections among it), and the path and contents of every file in the
-module and module_utils paths Ansible is configured with, in the roles' library and module_utils
-folders, and beside the playbooks on the command line (this repository's: about 1 MB, hashed in
-a few milliseconds), and the MANIFEST.json of each collection in Ansible's collections paths. A changed module or module_utils file changes the signature, so a payload is never reused
+Ansible's own modules and collections among it), the contents of every file in the module and
+module_utils paths Ansible is configured with, in the roles' library and module_utils folders and
+beside the playbooks on the command line, in that order (this repository's: about 1 MB, hashed in
+a few milliseconds), and the MANIFEST.json of each collection in Ansible's collections paths. Not
+where they lie: a payload holds no path, so two clones of the repository share their payloads. A changed module or module_utils file changes the signature, so a payload is never reused
 after its sources changed. At the start of a run the entries of its signature's folder are copied
 into the run's cache; at its end the entries the run built are copied back.
 
@@ -42,21 +43,22 @@ MODULE_COMMON = "ansible.executor.module_common"
 KEEP_UNUSED_S = 3 * 24 * 3600
 
 
-def _add_file(digest, path):
-    """Add a file's path and contents to digest."""
+def _add_file(digest, path, name):
+    """Add a file's name and contents to digest."""
     try:
         with open(path, "rb") as f:
-            digest.update(f"{path}\0".encode() + hashlib.sha256(f.read()).digest())
+            digest.update(f"{name}\0".encode() + hashlib.sha256(f.read()).digest())
     except OSError:
         pass
 
 
 def _add_tree(digest, top):
-    """Add each file under top (its path and contents) to digest."""
+    """Add each file under top (its path below top and its contents) to digest."""
     for root, dirs, files in os.walk(top):
         dirs.sort()
         for name in sorted(files):
-            _add_file(digest, os.path.join(root, name))
+            path = os.path.join(root, name)
+            _add_file(digest, path, os.path.relpath(path, top))
 
 
 def source_folders(constants, argv):
@@ -82,14 +84,16 @@ def signature(constants, argv):
     digest = hashlib.sha256(f"{sys.version}\0{ansible.__file__}\0{ansible.__version__}\n".encode())
     site = os.path.dirname(os.path.dirname(ansible.__file__))
     digest.update("\0".join(sorted(n for n in os.listdir(site) if n.endswith(".dist-info"))).encode())
+    # (in their order, which decides which of two files of one name a module gets; by their
+    # contents, not where they lie: a payload holds no path, so clones of the repository share it)
     for folder in source_folders(constants, argv):
-        digest.update(f"folder {folder}\n".encode())
+        digest.update(f"folder {os.path.basename(folder)}\n".encode())
         _add_tree(digest, folder)
     # collections installed outside pip (ansible-galaxy): each one's MANIFEST.json holds the
     # checksum of its file list, which holds each file's
     for top in constants.COLLECTIONS_PATHS or []:
         for manifest in sorted(glob.glob(os.path.join(top, "ansible_collections", "*", "*", "MANIFEST.json"))):
-            _add_file(digest, manifest)
+            _add_file(digest, manifest, os.path.relpath(manifest, top))
     return digest.hexdigest()[:32]
 
 

@@ -3,6 +3,7 @@ sources changed (their contents, not their times); root's 0700 store only. The p
 ansible-playbook, where the Makefile installs the hook."""
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -117,3 +118,10 @@ def test_the_signature_follows_the_sources(project):
     installed = cache.signature(Constants, argv)
     manifest.write_text('{"collection_info": {"version": "1.0.1"}}')
     assert len({first, installed, cache.signature(Constants, argv)}) == 3
+    # a copy elsewhere (another clone) has the same
+    here = cache.signature(Constants, argv)
+    copy = folder.parent / "clone"
+    shutil.copytree(folder, copy)
+    for attr in ("DEFAULT_MODULE_PATH", "DEFAULT_MODULE_UTILS_PATH", "COLLECTIONS_PATHS"):
+        setattr(Constants, attr, [p.replace(str(folder), str(copy)) for p in getattr(Constants, attr)])
+    assert cache.signature(Constants, ["ansible-playbook", str(copy / "site.yml")]) == here
