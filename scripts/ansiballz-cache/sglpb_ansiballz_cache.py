@@ -39,7 +39,7 @@ from sglpb_zipimport_cache import cache_is_roots
 
 STORE = os.environ.get("SGLPB_ANSIBALLZ_CACHE", "/var/cache/sglpb-ansiballz")
 MODULE_COMMON = "ansible.executor.module_common"
-# (a signature's folder not used for this long is removed: each clone of the repository has its own)
+# (a signature's folder not used for this long is removed: each change of the sources makes a new one)
 KEEP_UNUSED_S = 3 * 24 * 3600
 
 
