@@ -15,9 +15,10 @@ Ansible's own modules and collections among it), the contents of every file in t
 module_utils paths Ansible is configured with, in the roles' library and module_utils folders and
 beside the playbooks on the command line, in that order (this repository's: about 1 MB, hashed in
 a few milliseconds), and the MANIFEST.json of each collection in Ansible's collections paths. Not
-where they lie: a payload holds no path, so two clones of the repository share their payloads. A changed module or module_utils file changes the signature, so a payload is never reused
-after its sources changed. At the start of a run the entries of its signature's folder are copied
-into the run's cache; at its end the entries the run built are copied back.
+where they lie: a payload holds no path, so two clones of the repository share their payloads. A
+changed module or module_utils file changes the signature, so a payload is never reused after its
+sources changed. At the start of a run the entries of its signature's folder are copied into the
+run's cache; at its end the entries the run built are copied back.
 
 Installed by the Makefile into the project's venv beside the zipimport byte-code cache (a .pth
 file imports this module; it acts only when ansible.executor.module_common is imported, in
@@ -136,7 +137,8 @@ def keep(run_cache, stored, pid):
                 os.replace(part, os.path.join(stored, name))
         for other in os.listdir(STORE):
             path = os.path.join(STORE, other)
-            if path != stored and os.path.isdir(path) and os.stat(path).st_mtime < os.stat(stored).st_mtime - KEEP_UNUSED_S:
+            unused_since = os.stat(stored).st_mtime - os.stat(path).st_mtime if os.path.isdir(path) else 0
+            if path != stored and unused_since > KEEP_UNUSED_S:
                 shutil.rmtree(path, ignore_errors=True)
     except OSError:
         pass
