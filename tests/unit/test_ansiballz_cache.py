@@ -1,6 +1,6 @@
 """scripts/ansiballz-cache: the modules' payloads kept between playbook runs, never after their
-sources changed (their contents, not their times); root's 0700 store only. The playbooks run with the project venv's
-ansible-playbook, where the Makefile installs the hook."""
+sources changed (their contents, not their times); root's 0700 store only. The playbooks run with
+the project venv's ansible-playbook, where the Makefile installs the hook."""
 import importlib.util
 import os
 import shutil
