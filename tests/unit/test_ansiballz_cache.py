@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,25 @@ def test_the_signature_follows_the_sources(project):
     for attr in ("DEFAULT_MODULE_PATH", "DEFAULT_MODULE_UTILS_PATH", "COLLECTIONS_PATHS"):
         setattr(Constants, attr, [p.replace(str(folder), str(copy)) for p in getattr(Constants, attr)])
     assert cache.signature(Constants, ["ansible-playbook", str(copy / "site.yml")]) == here
+
+
+def test_keep_stores_new_entries_and_drops_folders_unused_for_days(tmp_path, monkeypatch):
+    store, run_cache = tmp_path / "store", tmp_path / "run"
+    store.mkdir(mode=0o700)
+    run_cache.mkdir()
+    (run_cache / "ansible.legacy.x-ZIP_DEFLATED-none").write_bytes(b"payload")
+    (run_cache / "ansible.legacy.x-ZIP_DEFLATED-none.lock").write_bytes(b"")
+    (run_cache / "ansible.legacy.y-ZIP_DEFLATED-none-part").write_bytes(b"half")
+    old, recent = store / "old-signature", store / "recent-signature"
+    for folder, days in ((old, 4), (recent, 1)):
+        folder.mkdir()
+        stamp = time.time() - days * 24 * 3600
+        os.utime(folder, (stamp, stamp))
+    monkeypatch.setattr(cache, "STORE", str(store))
+    cache.keep(str(run_cache), str(store / "this-signature"), os.getpid())
+    assert sorted(p.name for p in (store / "this-signature").iterdir()) == ["ansible.legacy.x-ZIP_DEFLATED-none"]
+    assert not old.exists() and recent.is_dir()
+    # another process's exit (a forked worker's) keeps nothing
+    (run_cache / "ansible.legacy.z-ZIP_DEFLATED-none").write_bytes(b"z")
+    cache.keep(str(run_cache), str(store / "this-signature"), os.getpid() + 1)
+    assert not (store / "this-signature" / "ansible.legacy.z-ZIP_DEFLATED-none").exists()
