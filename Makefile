@@ -45,7 +45,7 @@ help:
 # scripts/zipimport-cache, a byte-code cache for the modules Ansible runs from zips on this
 # machine (the test image has it too); scripts/ansiballz-cache, the modules' payloads that
 # ansible-playbook builds, kept between playbook runs.
-VENV_CACHES := $(wildcard scripts/zipimport-cache/* scripts/ansiballz-cache/*)
+VENV_CACHES := $(wildcard $(addprefix scripts/zipimport-cache/*.,pth py) $(addprefix scripts/ansiballz-cache/*.,pth py))
 VENV_STORE := $(SGLPB_CACHE)/venv-$(shell cat requirements-dev.txt $(VENV_CACHES) | sha256sum | cut -c1-12)
 
 $(VENV)/.done: requirements-dev.txt $(VENV_CACHES) .cache/host-setup.done
@@ -98,7 +98,7 @@ unit: $(UNIT_NEEDS)
 
 # The scenarios run MOLECULE_JOBS at a time (each has its own containers and network; each runs
 # under a lock of its own, so a second `make` or a person never runs it at once; a scenario's
-# output is printed whole when it ends), the longest first (MOLECULE_ORDER; a scenario not named
+# output is printed whole when it ends; one failing stops none of the others), the longest first (MOLECULE_ORDER; a scenario not named
 # there runs after them). A scenario alone keeps 2 CPUs a third to a half busy (it waits on its
 # stand-ins' simulated GPU time and on one host's tasks one by one); two at a time keep them
 # busy, so three at a time were no faster (890 s against 899 s).
@@ -106,18 +106,28 @@ MOLECULE_JOBS ?= 2
 MOLECULE_ORDER := bench fleet default faults cuda preflight
 MOLECULE_RUN := $(filter $(MOLECULE_SCENARIOS),$(MOLECULE_ORDER)) $(filter-out $(MOLECULE_ORDER),$(MOLECULE_SCENARIOS))
 
+# A failed scenario's output is printed whole, and then, after every scenario has ended, why each
+# one failed in a few lines (scripts/scenario-failure.py), so that a log that keeps only its tail
+# (CI's) still says it.
+MOLECULE_LOGS ?= .cache/molecule-logs
 ## molecule: every molecule scenario of make test, two at a time
 molecule: $(MOLECULE_NEEDS)
-	@$(MAKE) --no-print-directory -j$(MOLECULE_JOBS) --output-sync=target $(addprefix molecule-,$(MOLECULE_RUN))
+	@rm -f $(MOLECULE_LOGS)/*.failed; \
+	$(MAKE) --no-print-directory --keep-going -j$(MOLECULE_JOBS) --output-sync=target $(addprefix molecule-,$(MOLECULE_RUN)) \
+	|| { for f in $(MOLECULE_LOGS)/*.failed; do s=$$(basename $$f .failed); \
+	       echo "=== molecule $$s failed (whole output above, and in $(MOLECULE_LOGS)/$$s.log):"; \
+	       scripts/scenario-failure.py $(MOLECULE_LOGS)/$$s.log; done; exit 1; }
 
 # Each scenario's task times (the profile_tasks callback: the 15 slowest tasks of each playbook
 # run, and a clock on every task line) and each molecule step's start time, to find where a
 # scenario's minutes go.
 ## molecule-NAME: one molecule scenario (molecule/NAME), with each task's time
 molecule-%: venv image
-	@echo "=== molecule test -s $*"; start=$$(date +%s); \
+	@echo "=== molecule test -s $*"; start=$$(date +%s); mkdir -p $(MOLECULE_LOGS); \
 	ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks PROFILE_TASKS_TASK_OUTPUT_LIMIT=15 \
-	  flock /tmp/molecule-$*.lock $(BIN)/molecule test -s $* 2>&1 | scripts/clock-lines.sh; \
+	  flock /tmp/molecule-$*.lock $(BIN)/molecule test -s $* 2>&1 | scripts/clock-lines.sh \
+	  | tee $(MOLECULE_LOGS)/$*.log \
+	|| { echo "=== molecule $*: FAILED after $$(( $$(date +%s) - start )) s"; touch $(MOLECULE_LOGS)/$*.failed; exit 1; }; \
 	echo "=== molecule $*: passed in $$(( $$(date +%s) - start )) s"
 
 # On a fresh machine the downloads and installs that `make test` needs take about ten minutes
@@ -131,16 +141,16 @@ needs:
 
 # pytest keeps both cores busy; the scenarios leave a sixth of them idle (waiting on their
 # stand-ins' simulated GPU time), so lint and the syntax checks run beside the scenarios at the
-# lowest priority, on that idle time, rather than before everything. A failure of either is
-# reported when the scenarios end, their output after the scenarios' (make lint alone reports in
-# a minute).
+# lowest priority, on that idle time, rather than before everything. Their output is printed
+# when they fail, after the scenarios' (make lint alone reports in a minute).
 ## test: every test: make needs, pytest with the real-client checks, then molecule with lint and syntax beside it
 test: needs
 	@$(MAKE) --no-print-directory unit
 	@mkdir -p .cache; nice -n 19 $(MAKE) --no-print-directory lint syntax > .cache/checks-beside.log 2>&1 & \
 	checks=$$!; status=0; $(MAKE) --no-print-directory molecule || status=$$?; \
-	wait $$checks || status=$$?; cat .cache/checks-beside.log; \
-	[ $$status -eq 0 ] || { echo "make test: failed (lint and syntax above; the scenarios before them)"; exit $$status; }
+	if wait $$checks; then echo "lint and syntax: passed, beside the scenarios (.cache/checks-beside.log)"; \
+	else cat .cache/checks-beside.log; echo "lint and syntax: FAILED (above)"; status=1; fi; \
+	[ $$status -eq 0 ] || { echo "make test: failed (the scenarios' failures, then lint's, above)"; exit $$status; }
 	@echo "make test: all passed"
 
 ## test-extra: the scenarios past make test's budget: the tuning search end to end, real SGLang's install
