@@ -162,6 +162,9 @@ options:
     description: The profiles the server role defines (validate), C(sglang_server_profiles).
     type: raw
     default: {}
+  lease_seconds:
+    description: C(sglang_benchmark_lease_seconds), checked (validate); a whole number of seconds above 2.
+    type: raw
   log_lines:
     description: C(sglang_benchmark_log_lines), the journal lines kept per sweep (validate); a positive integer.
     type: raw
@@ -461,6 +464,10 @@ def _validate(params):
     _number(params.get("repeats"), "bench_repeats", low=0, integer=True)
     if params.get("timeout") is not None:
         _number(params["timeout"], "sglang_benchmark_timeout (seconds)", low=0, integer=True)
+    if params.get("lease_seconds") is not None:
+        # (the controller renews the lease about every second: 2 s or less lapses between two polls)
+        _number(params["lease_seconds"], "sglang_benchmark_lease_seconds (seconds the client runs on once the "
+                "controller is gone, e.g. 15)", low=2, integer=True)
     threshold_of(params)
     _request_rate(params.get("request_rate", "inf"))
     if params.get("log_lines") is not None:
@@ -831,6 +838,7 @@ def main():
             "profile": {"type": "raw"},
             "known_profiles": {"type": "raw", "default": {}},
             "log_lines": {"type": "raw"},
+            "lease_seconds": {"type": "raw"},
             "hosts": {"type": "dict", "default": {}},
             "provenance": {"type": "dict", "default": {}},
             "play_hosts": PLAY_HOSTS_SPEC,

@@ -67,9 +67,9 @@ options:
       - With C(state=started), seconds after which the sampler stops on its own unless its lease,
         C(path).lease, is renewed (by sglang_bench's C(renew) on each poll of a point, on this
         host), so a controller that is gone leaves no sampler running. C(state=stopped) warns when
-        the sampler had stopped so before it.
+        the sampler had stopped so before it. Required with C(state=started), where the role's
+        C(sglang_benchmark_lease_seconds) is its one default.
     type: float
-    default: 6.0
   windows:
     description:
       - Windows to summarise (state=window or stopped), each a dict with C(start) and C(end)
@@ -281,8 +281,9 @@ def main():
             "start": {"type": "float"},
             "end": {"type": "float"},
             "windows": {"type": "list", "elements": "dict"},
-            "lease_seconds": {"type": "float", "default": 6.0},
+            "lease_seconds": {"type": "float"},
         },
+        required_if=[("state", "started", ("lease_seconds",))],
         supports_check_mode=True,
     )
     p = module.params

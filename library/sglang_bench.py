@@ -182,9 +182,11 @@ options:
     type: str
     default: ""
   lease_seconds:
-    description: With C(action=start), seconds without a renewal of C(job)/lease after which the client is stopped.
+    description:
+      - With C(action=start) (the action plugin runs C(action=run) as start), seconds without a
+        renewal of C(job)/lease after which the client is stopped. Required there, where the
+        role's C(sglang_benchmark_lease_seconds) is its one default.
     type: float
-    default: 6.0
   options:
     description:
       - Any of the options above as one dict (the role passes its client options this way); an
@@ -873,12 +875,13 @@ def main():
             "extra_args": {"type": "list", "elements": "str", "default": []},
             "timeout": {"type": "int", "default": 3600},
             "labels": {"type": "dict", "default": {}},
-            "lease_seconds": {"type": "float", "default": 6.0},
+            "lease_seconds": {"type": "float"},
             "renew": {"type": "list", "elements": "path", "default": []},
             "metrics_interval": {"type": "float", "default": SCRAPE_INTERVAL_S},
             "options": {"type": "dict"},
         },
-        required_if=[("action", "run", ("url", "max_concurrency")), ("action", "start", ("url", "max_concurrency")),
+        required_if=[("action", "run", ("url", "max_concurrency")),
+                     ("action", "start", ("url", "max_concurrency", "lease_seconds")),
                      ("action", "argv", ("url",)), ("action", "check", ("url",))],
         supports_check_mode=True,
     )
@@ -890,7 +893,7 @@ def main():
         module.fail_json(msg=f"max_concurrency must be a positive integer, got {params['max_concurrency']}")
     if params["timeout"] < 1:
         module.fail_json(msg=f"sglang_benchmark_timeout must be a positive number of seconds, got {params['timeout']}")
-    if params["lease_seconds"] <= 0:
+    if params["lease_seconds"] is not None and params["lease_seconds"] <= 0:
         module.fail_json(msg=f"lease_seconds must be a positive number of seconds, got {params['lease_seconds']}")
     try:
         if params["action"] in ("run", "start", "check"):

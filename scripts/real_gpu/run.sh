@@ -178,7 +178,7 @@ part2() {
   module gpu_facts gpu_facts-load.json 60 '{}'
 
   step "sweep on A (8, 64, 256) with gpu_telemetry"
-  module gpu_telemetry telemetry-started.json 30 "{\"state\": \"started\", \"path\": \"$RUN/telemetry/gpu.csv\"}"
+  module gpu_telemetry telemetry-started.json 30 "{\"state\": \"started\", \"path\": \"$RUN/telemetry/gpu.csv\", \"lease_seconds\": 600}"
   for c in 8 64 256; do
     [ "$(left)" -gt 150 ] || { step "skip concurrency $c: $(left) s left"; continue; }
     bench "bench-A-c$c.json" "$c" A-cds1 0 "$A"

@@ -260,7 +260,10 @@ SINGLE = {
     "num_prompts_below_concurrency": ("tune.yml", {"sglang_benchmark_num_prompts": 100}, {}, None,
                                       "sglang_benchmark_num_prompts (100) is below the largest"),
     "timeout_zero": ("benchmark.yml", {"sglang_benchmark_timeout": 0}, {}, None, "sglang_benchmark_timeout"),
-    "timeout_negative": ("benchmark.yml", {"sglang_benchmark_timeout": -5}, {}, None, "sglang_benchmark_timeout"),
+    # (a negative timeout, the same rule as 0: tests/unit/test_bench_store.py)
+    "lease_too_short": ("benchmark.yml", {"sglang_benchmark_lease_seconds": 1}, {}, None,
+                        "sglang_benchmark_lease_seconds (seconds the client runs on once the controller is gone, "
+                        "e.g. 15) must be above 2, got 1"),
     "plateau_percent": ("benchmark.yml", {"sglang_benchmark_plateau_threshold": "3%"}, {}, None,
                         "sglang_benchmark_plateau_threshold (a fraction, e.g. 0.03 for 3%"),
     "repeats_word": ("benchmark.yml", {}, {"bench_repeats": "two"}, None, "bench_repeats must be an integer, got 'two'"),

@@ -79,6 +79,10 @@ def test_validate_refuses_bad_input(tmp_path, change, fragment):
                         "above 0, got -5"),
     ({"log_lines": "many"}, "sglang_benchmark_log_lines (lines of the server's journal kept per sweep, e.g. 400) "
                             "must be an integer, got 'many'"),
+    ({"lease_seconds": 2}, "sglang_benchmark_lease_seconds (seconds the client runs on once the controller is "
+                           "gone, e.g. 15) must be above 2, got 2"),
+    ({"lease_seconds": "15s"}, "sglang_benchmark_lease_seconds (seconds the client runs on once the controller is "
+                               "gone, e.g. 15) must be an integer, got '15s'"),
     ({"concurrencies": "4,8"}, "sglang_benchmark_concurrencies must be a list, got the string '4,8': write it as a "
                                "YAML list, e.g. sglang_benchmark_concurrencies: [256, 512, 1024, 2048], or on the "
                                "command line as JSON: -e '{\"sglang_benchmark_concurrencies\": [256, 512, 1024, 2048]}'"),

@@ -20,8 +20,8 @@ import time
 from ansible.errors import AnsibleConnectionFailure, AnsibleError
 from ansible.plugins.action import ActionBase
 
-# Seconds between two polls; the lease (sglang_bench's lease_seconds, 6 s by default) must
-# outlast the controller's turn-around between two of them.
+# Seconds between two polls; the lease (sglang_bench's lease_seconds: the role's
+# sglang_benchmark_lease_seconds) must outlast the controller's turn-around between two of them.
 POLL_EVERY = 1.0
 # Polls in a row that may fail (the connection lost for a moment) before the task fails.
 POLL_FAILURES = 5
