@@ -193,9 +193,9 @@ options:
         host C({point, labels, run, sweep, trial}) - the plan's point (max_concurrency,
         num_prompts, repeat, status, last_repeat, skip_reason), the labels of a record made here
         (host, profile, run_id, standin), sglang_bench's result (C(record), C(raw) - suffix to
-        text, saved beside the record - and the point's window C(started)/C(finished), kept in the
-        record so that a resumed sweep can still summarise the point's GPU telemetry; skipped when
-        the point did not run), the sweep's state before the point (its C(reason) is why a point
+        text, saved beside the record - the point's window C(started)/C(finished), kept in the
+        record so that a resumed sweep can still summarise the point's GPU telemetry, and the
+        client's own run C(window); skipped when the point did not run), the sweep's state before the point (its C(reason) is why a point
         not run was skipped) and a search trial's C({server_args, max_total_num_tokens,
         max_running_requests, restart_s}), kept in the record with C(elapsed_s).
     type: list
@@ -349,8 +349,10 @@ resumed:
   returned: action=plan
 hosts:
   description:
-    - Per host of C(entries) (store), C(record) - the record appended - and C(sweep) - the
-      host's sweep after the point, C({stop, reason, peak_concurrency, peak_total_throughput}).
+    - Per host of C(entries) (store), C(record) - the record appended -, C(sweep) - the
+      host's sweep after the point, C({stop, reason, peak_concurrency, peak_total_throughput}) -
+      and C(windows) - the point's GPU telemetry window, C([{host, profile, max_concurrency,
+      repeat, start, end, raw_start, raw_end}]), or C([]) when its client did not run.
   type: dict
   returned: action=store
 torn:
@@ -717,6 +719,20 @@ def _point_record(store, params, entry):
     return store.append_record(record), skip_reason
 
 
+def telemetry_windows(entry):
+    """The point's GPU telemetry window, [] when its client did not run: the client's own run
+    (sglang_bench's `window`: its duration, ending when it wrote its JSONL), else the client's
+    process (`started`, `finished`), which the raw samples cover (`raw_start`, `raw_end`)."""
+    run, point, labels = entry.get("run") or {}, entry.get("point") or {}, entry.get("labels") or {}
+    if run.get("started") is None:
+        return []
+    window = run.get("window") or {}
+    return [{"host": labels.get("host"), "profile": labels.get("profile"),
+             "max_concurrency": point.get("max_concurrency"), "repeat": point.get("repeat"),
+             "start": window.get("start", run["started"]), "end": window.get("end", run.get("finished")),
+             "raw_start": run["started"], "raw_end": run.get("finished")}]
+
+
 def action_store(params):
     """One point of every host that ran it: append each host's record, then each host's sweep state."""
     store = _store(params)
@@ -731,7 +747,8 @@ def action_store(params):
         else:
             state = sweep_state(records, host, record.get("profile"), entry.get("point") or {},
                                 threshold_of(params), params.get("stop_on_failure"), compared)
-        out[host] = {"record": json.loads(dumps_strict(record)), "sweep": state}
+        out[host] = {"record": json.loads(dumps_strict(record)), "sweep": state,
+                     "windows": telemetry_windows(entry)}
     return {"hosts": out, "run_id": store.run_id, "run_dir": store.path, "torn": store.torn, "changed": bool(out)}
 
 

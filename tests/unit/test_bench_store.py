@@ -443,3 +443,19 @@ def test_a_count_with_thousands_separators_is_refused_naming_it():
     with pytest.raises(ValueError, match=r"bench_kv_tokens is '495_488', a number with thousands separators.*495488"):
         bench_store._number("495_488", "bench_kv_tokens", low=0, integer=True)
     assert bench_store._number("495488", "bench_kv_tokens", low=0, integer=True) == 495488
+
+
+def test_store_answers_each_point_s_telemetry_window(tmp_path):
+    """The window the GPU telemetry of a point is summarised over: the client's own run when
+    sglang_bench gave one, else its process; none for a point whose client did not run."""
+    points = bench_store.action_plan(plan_params(tmp_path, "w", concurrencies=[256, 512, 1024]))["points"]["h1"]
+    params = store_params(tmp_path, "w", points[0], ok_record(points[0], 1400), window={"start": 10.0, "end": 40.0})
+    assert bench_store.action_store(params)["hosts"]["h1"]["windows"] == [
+        {"host": "h1", "profile": "tuned", "max_concurrency": 256, "repeat": 0,
+         "start": 10.0, "end": 40.0, "raw_start": 10.0, "raw_end": 40.0}]
+    params = store_params(tmp_path, "w", points[1], ok_record(points[1], 1500), window={"start": 50.0, "end": 90.0})
+    params["entries"][0]["run"]["window"] = {"start": 65.0, "end": 89.5}
+    (window,) = bench_store.action_store(params)["hosts"]["h1"]["windows"]
+    assert (window["start"], window["end"], window["raw_start"], window["raw_end"]) == (65.0, 89.5, 50.0, 90.0)
+    skipped = store_params(tmp_path, "w", points[2], skip_reason="plateau")
+    assert bench_store.action_store(skipped)["hosts"]["h1"]["windows"] == []
