@@ -33,3 +33,23 @@ def test_each_host_that_noted_a_point_is_an_entry_with_its_client_s_result():
                                  "window": {"start": 1.2, "end": 1.9}}
     assert entries[1]["run"] == {"record": None, "raw": None, "started": None, "finished": None, "window": None}
     assert entries[0]["point"] == {"max_concurrency": 8, "repeat": 0} and entries[0]["sweep"]["stop"] is False
+
+
+def test_the_telemetry_call_reads_every_host_that_swept_the_profile():
+    journal = {"stdout": "log of a", "changed": False}
+    hostvars = {
+        "a": {"_sglang_benchmark_swept": "r/tuned", "_sglang_benchmark_journal": journal,
+              "_sglang_benchmark_gpu": {"windows": [{"host": "a", "max_concurrency": 8, "gpu": {}}]}},
+        # (no journalctl on the host: its reason is the excerpt; telemetry off: no windows)
+        "b": {"_sglang_benchmark_swept": "r/tuned",
+              "_sglang_benchmark_journal": {"stdout": "", "reason": "journalctl is not installed"},
+              "_sglang_benchmark_gpu": {"skipped": True}},
+        "other_profile": {"_sglang_benchmark_swept": "r/baseline", "_sglang_benchmark_journal": journal},
+        "before_the_sweep": {"_sglang_benchmark_journal": journal},  # (failed before it swept)
+        "no_log_yet": {"_sglang_benchmark_swept": "r/tuned"},
+    }
+    task_vars = {"hostvars": hostvars,
+                 "ansible_play_hosts_all": ["a", "b", "other_profile", "before_the_sweep", "no_log_yet", "gone"]}
+    windows, logs = plugin.play_telemetry(task_vars, "r", "tuned")
+    assert windows == [{"host": "a", "max_concurrency": 8, "gpu": {}}]
+    assert logs == {"a-tuned.log": "log of a", "b-tuned.log": "(no server log excerpt: journalctl is not installed)"}

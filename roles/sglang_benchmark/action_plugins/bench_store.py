@@ -1,8 +1,13 @@
-"""Action plugin for bench_store (library/bench_store.py): with action=store and no `entries`,
-the point of every host of the play is read here, on the controller, from the hosts' own facts -
-the point each host noted (`_sglang_benchmark_point_entry`, tasks/point.yml) and its client's
-result (`_sglang_benchmark_run`, sglang_bench's) - instead of a Jinja loop over hostvars in the
-task. Every other call runs the module as it is."""
+"""Action plugin for bench_store (library/bench_store.py): what a call on the controller needs of
+every host of the play is read here from the hosts' own facts, instead of a Jinja loop over
+hostvars in the task:
+- action=store without `entries`: the point each host noted (`_sglang_benchmark_point_entry`,
+  tasks/point.yml) and its client's result (`_sglang_benchmark_run`, sglang_bench's);
+- action=telemetry with `profile` and without `windows` and `logs`: of each host that swept the
+  profile in this run (tasks/sweep.yml's `_sglang_benchmark_swept`, a host stopped by a failed
+  point included), its points' GPU telemetry windows (`_sglang_benchmark_gpu`, gpu_telemetry's)
+  and its server log excerpt (`_sglang_benchmark_journal`, sglang_journal's).
+Every other call runs the module as it is."""
 from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
@@ -25,6 +30,28 @@ def play_entries(task_vars):
     return entries
 
 
+def swept_hosts(task_vars, run_id, profile):
+    """The facts of each host of the play (its failed hosts too) that swept profile in run_id and
+    read its server's log."""
+    hostvars = task_vars["hostvars"]
+    marker = f"{run_id}/{profile}"
+    return [(host, hostvars[host]) for host in task_vars["ansible_play_hosts_all"]
+            if host in hostvars and hostvars[host].get("_sglang_benchmark_swept") == marker
+            and "_sglang_benchmark_journal" in hostvars[host]]
+
+
+def play_telemetry(task_vars, run_id, profile):
+    """(windows, logs) of the hosts that swept profile: every point's GPU telemetry window, and each
+    host's log excerpt as HOST-PROFILE.log (the journal's reason when it could not be read)."""
+    windows, logs = [], {}
+    for host, facts in swept_hosts(task_vars, run_id, profile):
+        windows += (facts.get("_sglang_benchmark_gpu") or {}).get("windows") or []
+        journal = facts["_sglang_benchmark_journal"] or {}
+        reason = f"(no server log excerpt: {journal['reason']})" if "reason" in journal else ""
+        logs[f"{host}-{profile}.log"] = journal.get("stdout") or reason
+    return windows, logs
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
 
@@ -33,5 +60,8 @@ class ActionModule(ActionBase):
         args = dict(self._task.args)
         if args.get("action") == "store" and args.get("entries") is None:
             args["entries"] = play_entries(task_vars)
+        if args.get("action") == "telemetry" and args.get("profile") and args.get("windows") is None \
+                and args.get("logs") is None:
+            args["windows"], args["logs"] = play_telemetry(task_vars, args["run_id"], args.pop("profile"))
         result.update(self._execute_module(module_args=args, task_vars=task_vars))
         return result
