@@ -7,6 +7,7 @@ import os
 from ansible.module_utils import host_command
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gpu_health import (
+    TEST_MODES,
     cpu_list_text,
     findings,
     nccl_result,
@@ -16,6 +17,7 @@ from ansible.module_utils.gpu_health import (
     parse_selftest,
     parse_smi_q,
     parse_xid,
+    tests_not_run_reason,
 )
 from ansible.module_utils.nvidia_smi import NVIDIA_SMI_HANG_HINT
 
@@ -66,9 +68,23 @@ options:
   nccl_test:
     description: The self-test's C(nccl) JSON (text or dict); absent when it did not run.
     type: raw
-  tests_not_run:
-    description: Why the GPU tests did not run (goes into their findings).
+  test_mode:
+    description:
+      - How the GPU self-tests went (gpu_preflight's C(gpu_tests.yml)) - C(run) or C(recorded)
+        (their results are C(p2p_test) and C(nccl_test)), or why they did not run, which their
+        findings then say - C(off) (C(gpu_preflight_gpu_tests) false), C(missing) (no recording
+        in C(test_recorded_dir)), C(no_torch) (no torch in C(test_python) yet).
     type: str
+    choices: [run, recorded, "off", missing, no_torch]
+    default: run
+  test_recorded_dir:
+    description: With C(test_mode=missing), the folder without the recorded self-tests.
+    type: str
+    default: ""
+  test_python:
+    description: With C(test_mode=no_torch), the Python without torch.
+    type: str
+    default: ""
   only_p2p:
     description: Return only the P2P verdict (for the NCCL settings before the all-reduce).
     type: bool
@@ -175,7 +191,9 @@ def main():
             tp_size=dict(type="int", default=1),
             p2p_test=dict(type="raw"),
             nccl_test=dict(type="raw"),
-            tests_not_run=dict(type="str"),
+            test_mode=dict(type="str", choices=list(TEST_MODES), default="run"),
+            test_recorded_dir=dict(type="str", default=""),
+            test_python=dict(type="str", default=""),
             only_p2p=dict(type="bool", default=False),
             command_deadline=dict(type="int", default=60),
         ),
@@ -237,7 +255,8 @@ def main():
                       affinity=gpus.get("affinity") or {}, allowed_cpus=allowed, allowed_cpus_text=allowed_text,
                       shm=shm, shm_path=params["shm_path"], xids=xids, kernel_log_error=log_error,
                       p2p=p2p, topo_p2p_available=gpus.get("p2p_available"), nccl=nccl,
-                      tests_not_run=params["tests_not_run"])
+                      tests_not_run=tests_not_run_reason(params["test_mode"], params["test_recorded_dir"],
+                                                         params["test_python"]))
     module.exit_json(changed=False, p2p=p2p, nccl=nccl, findings=result, gpus=smi_q or [],
                      errors=[f["message"] for f in result if f["level"] == "error"])
 

@@ -499,6 +499,25 @@ def numa_findings(affinity: Mapping[str, Mapping[str, Any]], allowed: set[int] |
     return [_finding("numa", "ok", f"Every GPU has local CPUs among those the service may use ({text}).")]
 
 
+# Why the GPU self-tests did not run, by the role's test mode (gpu_preflight's gpu_tests.yml): run
+# and recorded have results, the others a reason that names the variable.
+TEST_MODES = ("run", "recorded", "off", "missing", "no_torch")
+
+
+def tests_not_run_reason(mode: str, recorded_dir: str = "", test_python: str = "") -> str | None:
+    """The reason the GPU tests did not run in mode, None when they ran (run) or were read from a
+    recording (recorded)."""
+    if mode == "off":
+        return "gpu_preflight_gpu_tests is false"
+    if mode == "missing":
+        return (f"no recorded selftest_p2p.json and selftest_nccl.json in {recorded_dir} "
+                "(gpu_preflight_test_recorded_dir)")
+    if mode == "no_torch":
+        return (f"no torch in {test_python} yet (gpu_preflight_test_python): deploy.yml runs them once SGLang is "
+                "installed, before the server starts")
+    return None
+
+
 def findings(*, smi_q: Sequence[Mapping[str, Any]] | None, smi_q_error: str | None, gpu_count: int,
              tp_size: int, affinity: Mapping[str, Mapping[str, Any]], allowed_cpus: set[int] | None,
              allowed_cpus_text: str | None, shm: Mapping[str, int] | None, shm_path: str,

@@ -274,6 +274,24 @@ def test_module_reference_vm_with_a_hung_all_reduce(run_module, tmp_path):
     assert levels(result["findings"], "shm")  # df of a real directory: its filesystem's size
 
 
+def test_tests_that_did_not_run_say_why_naming_the_variable(run_module):
+    """gpu_preflight's test modes: the findings of tests that did not run name the reason and the
+    variable behind it (module_utils/gpu_health.py tests_not_run_reason)."""
+    assert gh.tests_not_run_reason("run") is None and gh.tests_not_run_reason("recorded", "/r") is None
+    assert gh.tests_not_run_reason("off") == "gpu_preflight_gpu_tests is false"
+    result = run_module(gpu_health_module, gpus=facts("rtxpro6000-8gpu-vm"), tp_size=8, smi_q_path=str(VM / "smi_q.txt"),
+                        test_mode="no_torch", test_python="/opt/sglang/venv/bin/python")
+    (nccl,) = [f for f in result["findings"] if f["check"] == "nccl"]
+    assert nccl["level"] == "warning" and ("no torch in /opt/sglang/venv/bin/python yet (gpu_preflight_test_python): "
+                                          "deploy.yml runs them once SGLang is installed") in nccl["message"], nccl
+    result = run_module(gpu_health_module, gpus=facts("rtxpro6000-8gpu-vm"), tp_size=8, smi_q_path=str(VM / "smi_q.txt"),
+                        test_mode="missing", test_recorded_dir="/etc/fake-nvidia-smi")
+    assert any("no recorded selftest_p2p.json and selftest_nccl.json in /etc/fake-nvidia-smi "
+               "(gpu_preflight_test_recorded_dir)" in f["message"] for f in result["findings"]), result["findings"]
+    # (a mode the role does not know is refused by the module's choices)
+    assert run_module(gpu_health_module, gpus=facts("h200-1gpu"), test_mode="skip").get("failed")
+
+
 def test_module_only_p2p_and_bad_inputs(run_module):
     result = run_module(gpu_health_module, gpus=facts("h100-8gpu-nvlink"), only_p2p=True,
                         p2p_test=text(H100 / "selftest_p2p.json"))
