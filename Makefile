@@ -98,10 +98,11 @@ unit: $(UNIT_NEEDS)
 
 # The scenarios run MOLECULE_JOBS at a time (each has its own containers and network; each runs
 # under a lock of its own, so a second `make` or a person never runs it at once; a scenario's
-# output is printed whole when it ends; one failing stops none of the others), the longest first (MOLECULE_ORDER; a scenario not named
-# there runs after them). A scenario alone keeps 2 CPUs a third to a half busy (it waits on its
-# stand-ins' simulated GPU time and on one host's tasks one by one); two at a time keep them
-# busy, so three at a time were no faster (890 s against 899 s).
+# output is printed whole when it ends; one failing stops none of the others), the longest
+# first (MOLECULE_ORDER; a scenario not named there runs after them). A scenario alone keeps 2
+# CPUs a third to a half busy (it waits on its stand-ins' simulated GPU time and on one host's
+# tasks one by one); two at a time keep them busy, so three at a time were no faster (890 s
+# against 899 s).
 MOLECULE_JOBS ?= 2
 MOLECULE_ORDER := bench fleet default faults cuda preflight
 MOLECULE_RUN := $(filter $(MOLECULE_SCENARIOS),$(MOLECULE_ORDER)) $(filter-out $(MOLECULE_ORDER),$(MOLECULE_SCENARIOS))
@@ -114,7 +115,7 @@ MOLECULE_LOGS ?= .cache/molecule-logs
 molecule: $(MOLECULE_NEEDS)
 	@rm -f $(MOLECULE_LOGS)/*.failed; \
 	$(MAKE) --no-print-directory --keep-going -j$(MOLECULE_JOBS) --output-sync=target $(addprefix molecule-,$(MOLECULE_RUN)) \
-	|| { for f in $(MOLECULE_LOGS)/*.failed; do s=$$(basename $$f .failed); \
+	|| { for f in $(MOLECULE_LOGS)/*.failed; do [ -e "$$f" ] || continue; s=$$(basename $$f .failed); \
 	       echo "=== molecule $$s failed (whole output above, and in $(MOLECULE_LOGS)/$$s.log):"; \
 	       scripts/scenario-failure.py $(MOLECULE_LOGS)/$$s.log; done; exit 1; }
 
