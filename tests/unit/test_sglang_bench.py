@@ -531,7 +531,11 @@ def test_the_servers_counters_over_the_point_come_into_the_record():
     # (the window starts at the client's start, after the first scrape, and ends before the last)
     assert metrics["generation_tokens"] == 1000 * (len(asked) - 1)
     assert metrics["prompt_tokens"] == 500 * (len(asked) - 1)
-    assert metrics["samples"] == len(asked) - 2 and metrics["running_reqs"]["max"] == 100 + len(asked) - 1
+    # The scrapes in between are the samples. The record keeps the window to the millisecond
+    # (bench_results.benchmark_window), so the first scrape, taken a fraction of a millisecond
+    # before the client starts, or the last, just after it ends, may fall in it too.
+    assert len(asked) - 2 <= metrics["samples"] <= len(asked), (metrics, len(asked))
+    assert metrics["running_reqs"]["max"] in (100 + len(asked) - 1, 100 + len(asked)), (metrics, len(asked))
     assert metrics["queue_reqs"] == {"mean": 0.0, "max": 0.0} and metrics["note"] is None
 
 
