@@ -35,8 +35,9 @@ def digest(lines):
         name = next((lines[i] for i in range(task, start - 1, -1) if lines[i].startswith("TASK [")), None)
         if name:
             out.append(name.rstrip("* "))
-        for line in lines[task:task + TASK_LINES]:
-            if line.strip() in ("", "...ignoring") and line is not lines[task]:
+        out.append(lines[task])
+        for line in lines[task + 1:task + TASK_LINES]:
+            if line.strip() in ("", "...ignoring"):
                 break
             out.append(line)
     out += [line for line in lines[start:end] if line.startswith("E  ")][:ASSERT_LINES]
