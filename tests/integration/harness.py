@@ -69,6 +69,12 @@ BASE_VARS = {
 }
 
 
+# The lease of the tests that stop a controller mid-point (sglang_benchmark_lease_seconds): shorter
+# than the default 15 s, so that their wait stays short; once it lapses the host stops the client
+# within STOP_WITHIN_S (the host checks the lease every second, the tests every quarter).
+LEASE_S = 6
+STOP_WITHIN_S = LEASE_S + 4
+
 # The environment of every run: the fake nvidia-smi answers from FIXTURE.
 ENVVARS = {"FAKE_NVIDIA_SMI_DIR": str(FIXTURE)}
 

@@ -22,7 +22,9 @@ from harness import (
     BASE_VARS,
     ENVVARS,
     FIXTURE,
+    LEASE_S,
     REPO,
+    STOP_WITHIN_S,
     answers,
     client_processes,
     local_standins,
@@ -32,10 +34,6 @@ from harness import (
 
 CLIENT = REPO / ".cache" / "client-venv" / "bin" / "python"
 SSHD = "/usr/sbin/sshd"
-# (a lease shorter than the default 15 s, that this test's wait stays short; the margin: the host
-# checks the lease every second, the test every quarter)
-LEASE_S = 6
-STOP_WITHIN_S = LEASE_S + 4
 # (the run up to the first point: 25 s on an idle machine, 130 s beside three other test files
 # on 2 cores; a run still without a client after this has stalled)
 START_WITHIN_S = 600

@@ -22,8 +22,10 @@ import pytest
 from harness import (
     BASE_VARS,
     ENVVARS,
+    LEASE_S,
     NO_SERVER_PORT,
     REPO,
+    STOP_WITHIN_S,
     client_processes,
     local_standins,
     run_playbook,
@@ -34,8 +36,6 @@ CLIENT = REPO / ".cache" / "client-venv" / "bin" / "python"
 HOSTS = ("faults-1", "faults-2")
 # Every point of the plan, on each host, run once: what an uninterrupted sweep records.
 EXPECTED = sorted((h, "default", c, 0, "ok") for h in HOSTS for c in (4, 8, 16))
-# (a lease shorter than the default 15 s, that the wait for the killed run's clients stays short)
-LEASE_S = 6
 
 
 @pytest.fixture(scope="module")
@@ -123,10 +123,10 @@ def test_a_controller_killed_mid_sweep_resumes_to_the_same_records(tmp_path, por
         proc.wait()
     killed = (round(at, 1), len(records(results, "killed")))
     # (the point's lease lapses on the host: the client stops within its seconds, whatever the connection)
-    deadline = time.monotonic() + LEASE_S + 4
+    deadline = time.monotonic() + STOP_WITHIN_S
     while client_processes(ports) and time.monotonic() < deadline:
         time.sleep(0.25)
-    assert client_processes(ports) == [], f"a benchmark client outlived the killed controller by {LEASE_S + 4} s"
+    assert client_processes(ports) == [], f"a benchmark client outlived the killed controller by {STOP_WITHIN_S} s"
     for attempt in range(3):
         run = run_playbook(tmp_path / f"resume-{attempt}", "benchmark.yml", None, hosts=both,
                            extra={"bench_run_id": "killed"})

@@ -11,11 +11,6 @@ import json
 POINT_FIELDS = ("max_concurrency", "repeat", "status", "num_prompts", "over_capacity", "capacity_point")
 
 
-def _json(value):
-    # (as Jinja's to_json writes it)
-    return json.dumps(value, sort_keys=False)
-
-
 def plan_lines(view):
     """The lines for view: host, server_plan (the server role's sglang_server_plan: script, text,
     notes), info (sglang_plan_info's result), client (sglang_bench action=check's result, {} when not
@@ -28,15 +23,15 @@ def plan_lines(view):
     lines += [f"depends on the host: {note}" for note in server["notes"]]
     lines.append(f"== benchmark: KV cache {info['kv_tokens']} tokens ({info['kv_source']}) = {info['kv_capacity']} "
                  f"requests of {int(view['input_len']) + int(view['output_len'])} tokens ==")
-    lines += ["point " + _json({k: v for k, v in point.items() if k in POINT_FIELDS}) for point in view["points"]]
+    lines += ["point " + json.dumps({k: v for k, v in point.items() if k in POINT_FIELDS}) for point in view["points"]]
     if "module" in client:
         lines.append(f"client {client['module']} (SGLang {client.get('client_version') or '?'}, "
                      f"{info['client_python']}): its --help takes every flag")
     else:
         lines.append(f"client {info['client_module']}: NOT checked against its --help ({info['client_warning']})")
     lines += [result["cmd"] for result in view["argv"]]
-    lines.append(f"== tuning search (tune.yml -e tune_search=true): first trial {_json(info['search_first'])} ==")
-    lines += [f"candidates {name}: {_json(values)}" for name, values in info["search_candidates"].items()]
+    lines.append(f"== tuning search (tune.yml -e tune_search=true): first trial {json.dumps(info['search_first'])} ==")
+    lines += [f"candidates {name}: {json.dumps(values)}" for name, values in info["search_candidates"].items()]
     return lines
 
 
