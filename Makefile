@@ -104,7 +104,7 @@ unit: $(UNIT_NEEDS)
 # tasks one by one); two at a time keep them busy, so three at a time were no faster (890 s
 # against 899 s).
 MOLECULE_JOBS ?= 2
-MOLECULE_ORDER := bench fleet default faults cuda preflight
+MOLECULE_ORDER := bench fleet default faults monitoring cuda preflight
 MOLECULE_RUN := $(filter $(MOLECULE_SCENARIOS),$(MOLECULE_ORDER)) $(filter-out $(MOLECULE_ORDER),$(MOLECULE_SCENARIOS))
 
 # A failed scenario's output is printed whole, and then, after every scenario has ended, why each
