@@ -36,7 +36,8 @@ options:
         each a dict of its inventory variables - C(name) (the inventory name),
         C(worker_address) (C(sglang_router_worker_address)), C(ansible_host), C(port)
         (C(sglang_server_args.port)), C(nnodes) (C(sglang_server_nnodes)) and C(nodes)
-        (C(sglang_server_nodes), the node group in rank order) - unset ones null.
+        (C(sglang_server_nodes), the node group in rank order) - unset ones null. Left out,
+        the sglang_router role's action plugin reads them from the hosts of C(workers_group).
     type: dict
     required: true
 author:
