@@ -10,7 +10,8 @@ from __future__ import annotations
 from ansible.plugins.action import ActionBase
 from ansible.plugins.loader import lookup_loader
 
-# The server role's default host group (roles/sglang_server/defaults/main.yml, sglang_hosts).
+# The host group of an unset sglang_hosts, as the server role's default of sglang_server_nodes
+# reads it (roles/sglang_server/defaults/main.yml); its defaults are not in another play's hostvars.
 SERVER_HOSTS_DEFAULT = "sglang_servers"
 
 
