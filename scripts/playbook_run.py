@@ -127,9 +127,9 @@ class PlaybookRun:
 
 
 def run(playbook, inventory, private_data_dir, extravars=None, check=False, limit=None, envvars=None,
-        timeout=None):
+        timeout=None, tags=None):
     """Run playbook (a path, or a name under playbooks/) against inventory (a path) from the
-    repository root; returns a PlaybookRun."""
+    repository root, with --check if check, --tags tags if tags; returns a PlaybookRun."""
     playbook = Path(playbook)
     if not playbook.is_absolute():
         playbook = REPO / "playbooks" / playbook
@@ -142,10 +142,11 @@ def run(playbook, inventory, private_data_dir, extravars=None, check=False, limi
 
     env = {"ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}", **(envvars or {})}
+    cmdline = " ".join((["--check"] if check else []) + ([f"--tags={tags}"] if tags else []))
     start = time.monotonic()
     runner = ansible_runner.run(
         private_data_dir=str(private_data_dir), project_dir=str(REPO), playbook=str(playbook),
-        inventory=str(inventory), extravars=extravars or {}, cmdline="--check" if check else None,
+        inventory=str(inventory), extravars=extravars or {}, cmdline=cmdline or None,
         limit=limit, envvars=env, quiet=True, timeout=timeout, event_handler=keep)
     seconds = time.monotonic() - start
     with runner.stdout as handle:

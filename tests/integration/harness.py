@@ -89,16 +89,17 @@ def write_inventory(folder, hosts):
     return inventory
 
 
-def run_playbook(tmp_path, playbook, host_vars, extra=None, check=False, hosts=None):
+def run_playbook(tmp_path, playbook, host_vars, extra=None, check=False, hosts=None, tags=None):
     """Run playbooks/<playbook> with host_vars over BASE_VARS on the host gpu-vm, or on each host
-    of hosts ({name: host_vars}, several hosts in one run); returns a playbook_run.PlaybookRun.
+    of hosts ({name: host_vars}, several hosts in one run), with --tags tags if given; returns a
+    playbook_run.PlaybookRun.
     A host without a port of its own has NO_SERVER_PORT, checked silent first."""
     check_no_server()
     inventory = write_inventory(tmp_path, hosts or {"gpu-vm": host_vars})
     # (a stalled run is stopped at 600 s: the slowest, test_bad_input's 40-host deploy, once took
     # 300 s on a 2-core machine busy with three other test files)
     return playbook_run.run(playbook, inventory, tmp_path / "runner", extravars=extra, check=check,
-                            envvars=ENVVARS, timeout=600)
+                            envvars=ENVVARS, timeout=600, tags=tags)
 
 
 def only_failure(run):
