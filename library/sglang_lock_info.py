@@ -15,7 +15,8 @@ description:
     C(module_utils/sglang_lock.py), the one home of what a lock pins. Returns its C(pins) by
     PEP 503 name and the C(fields) of its C(# sglang-lock:) line (C(python), C(extras), ...).
   - C(unpinned) lists each C(name==version) of C(wanted) that the lock does not pin at that
-    version, names compared as PEP 503 normalizes them (C(FlashInfer_Python) is C(flashinfer-python)).
+    version, names compared as PEP 503 normalizes them (C(FlashInfer_Python) is C(flashinfer-python)),
+    and each requirement of another form (a range) as written, since a lock pins one version.
   - The lock lies on the controller (a host has none before the install). In the sglang role, the
     role's action plugin of this name reads C(lock) there into C(lock_text), and leaves the text
     out of the result.
@@ -26,7 +27,7 @@ options:
     type: str
     required: true
   wanted:
-    description: C(name==version) pins the lock must hold (the release, its torch, C(sglang_extra_packages)).
+    description: Requirements the lock must pin, C(name==version) (the release, its torch, C(sglang_extra_packages)).
     type: list
     elements: str
     default: []
@@ -64,11 +65,14 @@ unpinned:
 
 
 def unpinned(wanted: list[str], pins: dict[str, str]) -> list[str]:
-    """Each name==version of wanted that pins lacks at that version, its name normalized."""
+    """Each name==version of wanted that pins lacks at that version, its name normalized; a
+    requirement of another form (a range) as written: a lock pins one version."""
     out = []
     for spec in wanted:
-        name, _, version = spec.partition("==")
-        if pins.get(normalize(name.strip())) != version.strip():
+        name, sep, version = spec.strip().partition("==")
+        if not sep:
+            out.append(spec.strip())
+        elif pins.get(normalize(name.strip())) != version.strip():
             out.append(f"{normalize(name.strip())}=={version.strip()}")
     return out
 
@@ -86,9 +90,6 @@ def main():
         lock = parse_lock(module.params["lock_text"])
     except LockError as exc:
         module.fail_json(msg=f"sglang_lock {module.params['lock']} is not a lock (scripts/sglang_lock.py makes them): {exc}")
-    bad = [spec for spec in module.params["wanted"] if "==" not in spec]
-    if bad:
-        module.fail_json(msg=f"wanted holds {bad}, not name==version pins")
     module.exit_json(changed=False, pins=lock["pins"], fields=lock["meta"],
                      unpinned=unpinned(module.params["wanted"], lock["pins"]))
 
