@@ -90,22 +90,11 @@ syntax: venv
 # SGLang's real clients against the stand-in (tests/standin/test_real_client.py, the Rust client;
 # test_client_versions.py, each release's clients, mk/standin.mk) run here beside the rest, one
 # pytest run rather than three (measured: the same wall time, 440 s against 441 s).
-# UNIT_SKIP: test files this run leaves out (make test runs BESIDE_TESTS beside the scenarios).
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
-UNIT_SKIP ?=
 ## unit: pytest: unit and integration tests, the stand-in, SGLang's real clients against it
 unit: $(UNIT_NEEDS)
 	SGLANG_CLIENT_PYTHON=$(abspath $(CLIENT_PY)) SGLANG_CLIENT_VENVS_DIR=$(abspath .cache) \
-	  $(BIN)/pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 \
-	  $(addprefix --ignore=,$(UNIT_SKIP)) tests
-
-# The wrong-input table (~45 playbook runs that stop at their checks: about 180 s of CPU, nothing
-# timed in it) runs in make test beside the scenarios, with lint and syntax, on the CPU they leave
-# idle (a tenth of 2 cores), rather than before them; make unit alone runs it with the rest.
-BESIDE_TESTS := tests/integration/test_bad_input.py
-## unit-beside: pytest of BESIDE_TESTS alone (make test runs it beside the scenarios)
-unit-beside: venv
-	$(BIN)/pytest -q -rs -p no:cacheprovider $(BESIDE_TESTS)
+	  $(BIN)/pytest -q -rs -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 tests
 
 # The scenarios run MOLECULE_JOBS at a time (each has its own containers and network; each runs
 # under a lock of its own, so a second `make` or a person never runs it at once; a scenario's
@@ -151,17 +140,17 @@ needs:
 	@$(MAKE) --no-print-directory --silent -j3 --output-sync=target $(sort $(UNIT_NEEDS) $(MOLECULE_NEEDS))
 	@echo "make needs: the venvs, the wheelhouses and the image are ready"
 
-# pytest keeps both cores busy; the scenarios leave a tenth of them idle (waiting on their
-# stand-ins' simulated GPU time), so lint, the syntax checks and BESIDE_TESTS run beside the
-# scenarios at the lowest priority, on that idle time, rather than before everything. Their output
-# is printed when they fail, after the scenarios' (make lint alone reports in a minute).
-## test: every test: make needs, pytest with the real-client checks, then molecule with lint, syntax and the wrong-input table beside it
+# pytest keeps both cores busy; the scenarios leave a sixth of them idle (waiting on their
+# stand-ins' simulated GPU time), so lint and the syntax checks run beside the scenarios at the
+# lowest priority, on that idle time, rather than before everything. Their output is printed
+# when they fail, after the scenarios' (make lint alone reports in a minute).
+## test: every test: make needs, pytest with the real-client checks, then molecule with lint and syntax beside it
 test: needs
-	@$(MAKE) --no-print-directory unit UNIT_SKIP="$(BESIDE_TESTS)"
-	@mkdir -p .cache; nice -n 19 $(MAKE) --no-print-directory lint syntax unit-beside > .cache/checks-beside.log 2>&1 & \
+	@$(MAKE) --no-print-directory unit
+	@mkdir -p .cache; nice -n 19 $(MAKE) --no-print-directory lint syntax > .cache/checks-beside.log 2>&1 & \
 	checks=$$!; status=0; $(MAKE) --no-print-directory molecule || status=$$?; \
-	if wait $$checks; then echo "lint, syntax and $(BESIDE_TESTS): passed, beside the scenarios ($$(tail -n 1 .cache/checks-beside.log); .cache/checks-beside.log)"; \
-	else cat .cache/checks-beside.log; echo "lint, syntax and $(BESIDE_TESTS): FAILED (above)"; status=1; fi; \
+	if wait $$checks; then echo "lint and syntax: passed, beside the scenarios (.cache/checks-beside.log)"; \
+	else cat .cache/checks-beside.log; echo "lint and syntax: FAILED (above)"; status=1; fi; \
 	[ $$status -eq 0 ] || { echo "make test: failed (the scenarios' failures, then lint's, above)"; exit $$status; }
 	@echo "make test: all passed"
 
