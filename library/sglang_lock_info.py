@@ -57,7 +57,7 @@ fields:
   type: dict
   returned: always
 unpinned:
-  description: The wanted C(name==version) pins the lock lacks, names normalized, in C(wanted)'s order.
+  description: The wanted C(name==version) pins the lock lacks, names normalized, and the wanted requirements of another form as written, in C(wanted)'s order.
   type: list
   elements: str
   returned: always
@@ -69,11 +69,11 @@ def unpinned(wanted: list[str], pins: dict[str, str]) -> list[str]:
     requirement of another form (a range) as written: a lock pins one version."""
     out = []
     for spec in wanted:
-        name, sep, version = spec.strip().partition("==")
+        name, sep, version = (part.strip() for part in spec.partition("=="))
         if not sep:
             out.append(spec.strip())
-        elif pins.get(normalize(name.strip())) != version.strip():
-            out.append(f"{normalize(name.strip())}=={version.strip()}")
+        elif pins.get(normalize(name)) != version:
+            out.append(f"{normalize(name)}=={version}")
     return out
 
 
