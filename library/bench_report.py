@@ -13,6 +13,7 @@ from ansible.module_utils.bench_results import (
     LATENCY_KEYS,
     LATENCY_STATS,
     RECORD_KEYS,
+    SCHEMA_VERSION,
     dumps_strict,
     energy_figures,
     modelled_figures,
@@ -838,7 +839,7 @@ def make_report(results_dir, title="SGLang benchmark report", baseline_profile=N
              if len(hosts) > 1 and not run.get("imported") else None)
     cost = repeat_cost(records)
     files.update({
-        "results.json": (dumps_strict({"schema_version": 1, "run": run, "records": records,
+        "results.json": (dumps_strict({"schema_version": SCHEMA_VERSION, "run": run, "records": records,
                                        "tables": tables, "fleet": fleet, "compare": compare,
                                        "repeat_cost": cost},
                                       indent=2, sort_keys=True) + "\n"),

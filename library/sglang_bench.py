@@ -55,7 +55,7 @@ description:
     such as 0.5.10.post1) or the Rust client (C(python -m sglang.benchmark.rust_client)) - with
     fixed input/output lengths (C(--random-range-ratio 1.0)), C(--request-rate inf),
     C(--max-concurrency), a fixed seed, warm-up requests and a cache flush, under a timeout.
-    It parses the client's JSONL line (which may hold C(Infinity)) into one schema_version 1
+    It parses the client's JSONL line (which may hold C(Infinity)) into one schema_version 2
     record, with the values the client printed but did not write (its C(Max ITL (ms)) line; the
     record's C(from_stdout) lists them) taken from its stdout result block, which is read alone
     when the JSONL fails; and it returns the raw output. A client that
@@ -236,7 +236,7 @@ EXAMPLES = r"""
 RETURN = r"""
 record:
   description: >-
-    The schema_version 1 record of the point. Against the stand-in (labels.standin) it holds
+    The schema_version 2 record of the point. Against the stand-in (labels.standin) it holds
     C(standin_pace), the measured output tok/s over what the stand-in's model predicts for the
     point (its /standin/model); below 0.75 the point measured a CPU too busy for the stand-in or
     the client, not the profile. And C(standin_time_scale), the stand-in's wall seconds per

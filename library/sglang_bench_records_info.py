@@ -13,7 +13,7 @@ description:
   - Reads a file of captured client stdout (SGLang's C(bench_serving) /
     C(sglang.benchmark.serving) in every format it has printed, or vLLM's
     C(vllm bench serve) / C(benchmark_serving.py)) or a JSONL file written by
-    the client's C(--output-file), and returns one schema_version 1 record per
+    the client's C(--output-file), and returns one schema_version 2 record per
     result block or JSONL line.
   - Parsing is done by C(module_utils/bench_results.py), the same parser every
     other module and the report use.
@@ -60,12 +60,12 @@ EXAMPLES = r"""
 
 RETURN = r"""
 records:
-  description: One schema_version 1 record per result block (or JSONL line), in file order.
+  description: One schema_version 2 record per result block (or JSONL line), in file order.
   returned: success
   type: list
   elements: dict
   sample:
-    - schema_version: 1
+    - schema_version: 2
       tool: sglang
       backend: sglang
       host: gpu-vm-1

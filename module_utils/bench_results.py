@@ -1,70 +1,14 @@
-"""The result record (schema_version 1) and the ONE parser for benchmark output.
+"""The result record (schema_version 2) and the ONE parser for benchmark output.
 
-Every caller (the ``sglang_bench`` and ``sglang_bench_records_info`` modules, the
-report) turns client output into records with the functions here, so each
-format is parsed in exactly one place and tested once.
+Every caller (the ``sglang_bench`` and ``sglang_bench_records_info`` modules, the store, the
+report) turns client output into records with the functions here, so each format is parsed in
+exactly one place and tested once.
 
-Record keys (``RECORD_KEYS``, always present; a value the source does not show
-is ``None``, never 0):
-
-    schema_version  1
-    tool            "sglang" | "vllm": which benchmark client printed the result
-    backend         the client's --backend (sglang, vllm, sglang-oai, ...)
-    host, profile   labels set by the caller (inventory host, server-args profile)
-    run_id          the result-store run this record belongs to
-    repeat          repeat index of this point (0, 1, ...)
-    status          "ok" | "failed" | "over_capacity" | "skipped"
-    request_rate    number, or the string "inf"
-    max_concurrency, num_prompts, random_input_len, random_output_len
-    completed, failed, duration_s, total_input_tokens, total_output_tokens
-    request_throughput, input_throughput, output_throughput, total_throughput
-                    (req/s, then tok/s)
-    peak_output_throughput, peak_concurrent_requests
-    concurrency     achieved mean number of requests in flight
-    ttft_ms, tpot_ms, itl_ms, e2e_ms
-                    {mean, median, p90, p95, p99, max} (each None when not
-                    shown) or None when the source shows none of them
-
-Optional keys (``OPTIONAL_KEYS``; absent unless a caller sets them):
-
-    gpu         list of per-GPU telemetry dicts taken while the point ran:
-                {index, power_w_mean, power_w_max, util_pct_mean,
-                 mem_used_mib_max, sm_clock_mhz_mean}
-    error       str: why the point failed (client error, timeout, ...)
-    raw_path    str: where the raw client output of this point was saved
-    server_args dict: the server arguments the point ran against
-    standin     bool: the numbers come from the stand-in engine, not a GPU
-    started, finished
-                float: the client process's lifetime, epoch seconds on the client's host
-    telemetry_window
-                {start, end, seconds, source}: the interval the point's GPU telemetry
-                summary covers (benchmark_window below): source
-                "benchmark" - the client's own run (its reported duration, ending when it
-                wrote its JSONL, or at its exit) - or "client" - the whole client process,
-                when the client reported no duration
-    from_stdout list of str: the values the client printed but left out of its JSONL,
-                taken from its stdout ("itl_ms.max": SGLang's clients print "Max ITL
-                (ms):" and write no max_itl_ms)
-    standin_pace
-                float: a stand-in's point only - the measured output tok/s over what the
-                stand-in's model predicts at its time scale (module_utils/sweep.py standin_pace)
-    standin_time_scale
-                float: a stand-in's point only - the stand-in's wall seconds per modelled second
-                (its --standin-time-scale, /standin/model "time_scale"); modelled_figures() turns
-                the wall figures into modelled seconds with it
-    source_sha256
-                str: an imported record's only - the sha256 of the saved output it came from
-    server_metrics
-                the server's own counters over the point's telemetry_window, from its
-                /metrics (module_utils/server_metrics.py summarize; sglang_bench's scrapes):
-                {generation_tokens, prompt_tokens (counter differences), running_reqs,
-                queue_reqs, token_usage ({mean, max} over the scrapes in the window), samples,
-                window ({start, end} of the scrapes the counters were read at), note (why a
-                figure is None: no /metrics, a failed scrape)}
-    energy      like gpu, not in records.jsonl: joined from telemetry.jsonl - the GPUs' energy
-                over the telemetry_window (module_utils/energy.py window_energy): {joules,
-                seconds, gpus, samples, max_gap_s, note}; energy_figures() gives J per output
-                token and output tokens per J
+The record's schema is the ``Record`` dataclass below: each key, its type, whether every record
+has it, and what it means. A record travels as the dict of its keys (one strict-JSON line of
+records.jsonl); ``empty_record`` makes one, ``normalize_record`` reads one back - a record of a
+version 1 store too. docs/architecture.md's table of records.jsonl is ``record_table()``
+(tests/unit/test_bench_results.py checks it is).
 """
 from __future__ import annotations
 
@@ -72,29 +16,123 @@ import json
 import math
 import re
 from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-SCHEMA_VERSION = 1
+# Version 2 added the search's keys (failure_kind, elapsed_s, max_total_num_tokens,
+# max_running_requests) and the startup_failed status; a version 1 record is a version 2 record
+# without them, and is read as one.
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 LATENCY_STATS = ("mean", "median", "p90", "p95", "p99", "max")
 LATENCY_KEYS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
-
-RECORD_KEYS = (
-    "schema_version", "tool", "backend", "host", "profile", "run_id", "repeat",
-    "status", "request_rate", "max_concurrency", "num_prompts",
-    "random_input_len", "random_output_len", "completed", "failed",
-    "duration_s", "total_input_tokens", "total_output_tokens",
-    "request_throughput", "input_throughput", "output_throughput",
-    "total_throughput", "peak_output_throughput", "peak_concurrent_requests",
-    "concurrency",
-) + LATENCY_KEYS
-
-OPTIONAL_KEYS = ("gpu", "error", "raw_path", "server_args", "standin", "started", "finished",
-                 "telemetry_window", "from_stdout", "standin_pace", "standin_time_scale",
-                 "source_sha256", "server_metrics", "energy")
 GPU_KEYS = ("index", "power_w_mean", "power_w_max", "util_pct_mean",
             "mem_used_mib_max", "sm_clock_mhz_mean")
-STATUSES = ("ok", "failed", "over_capacity", "skipped")
+STATUSES = ("ok", "failed", "over_capacity", "skipped", "startup_failed")
+
+
+def _key(doc: str, *, optional: bool = False) -> Any:
+    """A record key: every record has it (None when the source does not show it, never 0), or,
+    optional, only the records a caller sets it on."""
+    return field(default=None, metadata={"doc": doc, "optional": optional})
+
+
+@dataclass
+class Record:
+    """One point's result: one line of records.jsonl."""
+
+    schema_version: int = field(default=SCHEMA_VERSION, metadata={
+        "doc": "2 (a record of a version 1 store reads as 2: version 2 added the search's keys)", "optional": False})
+    tool: str | None = _key("`sglang` or `vllm`: which client printed the result")
+    backend: str | None = _key("the client's `--backend` (`sglang`, `vllm`, `sglang-oai`, ...)")
+    host: str | None = _key("the inventory host")
+    profile: str | None = _key("the server-args profile")
+    run_id: str | None = _key("the run the record belongs to")
+    repeat: int | None = _key("repeat index of the point (0, 1, ...)")
+    status: str | None = _key(
+        "`ok`, `failed`, `over_capacity` (not run: above the KV capacity), `skipped` (not run: the sweep "
+        "stopped) or `startup_failed` (a search's candidate whose server did not start)")
+    request_rate: float | str | None = _key('a number of requests per second, or `"inf"`')
+    max_concurrency: int | None = _key("the point's concurrency")
+    num_prompts: int | None = _key("the point's number of requests")
+    random_input_len: int | None = _key("the point's input tokens a request")
+    random_output_len: int | None = _key("the point's output tokens a request")
+    completed: int | None = _key("requests that completed")
+    failed: int | None = _key("requests that failed")
+    duration_s: float | None = _key("the benchmark's seconds, as the client reports them")
+    total_input_tokens: int | None = _key("input tokens sent")
+    total_output_tokens: int | None = _key("output tokens received")
+    request_throughput: float | None = _key("requests per second")
+    input_throughput: float | None = _key("input tokens per second")
+    output_throughput: float | None = _key("output tokens per second")
+    total_throughput: float | None = _key("input and output tokens per second")
+    peak_output_throughput: float | None = _key("the client's peak output tokens per second")
+    peak_concurrent_requests: int | None = _key("the client's peak of requests in flight")
+    concurrency: float | None = _key("the achieved mean number of requests in flight")
+    ttft_ms: dict | None = _key("time to first token: `{mean, median, p90, p95, p99, max}` (each `null` "
+                                "when not shown), or `null` when none is")
+    tpot_ms: dict | None = _key("time per output token, as `ttft_ms`")
+    itl_ms: dict | None = _key("inter-token latency, as `ttft_ms`")
+    e2e_ms: dict | None = _key("end-to-end latency, as `ttft_ms`")
+    # (optional: only the records a caller sets them on)
+    error: str | None = _key("why the point failed or was not run", optional=True)
+    raw_path: str | None = _key("the point's raw client output, relative to the run directory", optional=True)
+    server_args: dict | None = _key("the server args the point ran against", optional=True)
+    standin: bool | None = _key("`true`: the numbers come from the stand-in engine, not a GPU", optional=True)
+    started: float | None = _key("the client process's start, epoch seconds on the client's host", optional=True)
+    finished: float | None = _key("the client process's end, epoch seconds on the client's host", optional=True)
+    telemetry_window: dict | None = _key(
+        "`{start, end, seconds, source}`: the interval the point's GPU telemetry covers, `benchmark` (the "
+        "client's own run) or `client` (the whole process, when the client reported no duration)", optional=True)
+    from_stdout: list | None = _key(
+        "the values the client printed but left out of its JSONL, taken from its stdout (`itl_ms.max`: "
+        "SGLang's clients print `Max ITL (ms):` and write no `max_itl_ms`); the JSONL wins where both have "
+        "a value", optional=True)
+    standin_pace: float | None = _key(
+        "a stand-in's point: the measured output tok/s over what its model predicts (`/standin/model`)",
+        optional=True)
+    standin_time_scale: float | None = _key(
+        "a stand-in's point: the stand-in's wall seconds per modelled second", optional=True)
+    source_sha256: str | None = _key("an imported record: the sha256 of the saved output it came from",
+                                     optional=True)
+    server_metrics: dict | None = _key(
+        "a measured point: the server's own counters over its `telemetry_window`, from its `/metrics` "
+        "(below)", optional=True)
+    failure_kind: str | None = _key(
+        "a `startup_failed` record: the health wait's kind of failure (`oom`, `port_in_use`, ...)", optional=True)
+    elapsed_s: float | None = _key(
+        "a search's point: its run's seconds, with its server's restart when it came right after one",
+        optional=True)
+    max_total_num_tokens: int | None = _key(
+        "a search's point: the KV capacity in tokens its server reported at start", optional=True)
+    max_running_requests: int | None = _key(
+        "a search's point: the running-request limit its server reported at start", optional=True)
+    gpu: list | None = _key(
+        "per-GPU telemetry (`index`, `power_w_mean`, `power_w_max`, `util_pct_mean`, `mem_used_mib_max`, "
+        "`sm_clock_mhz_mean`): kept in telemetry.jsonl, joined back on reading, never in records.jsonl",
+        optional=True)
+    energy: dict | None = _key(
+        "the GPUs' energy over the `telemetry_window` (below): kept in telemetry.jsonl, joined back on "
+        "reading, never in records.jsonl", optional=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record's keys: every key every record has, and the optional keys that are set."""
+        data = asdict(self)
+        return {k: v for k, v in data.items() if k in RECORD_KEYS or v is not None}
+
+
+RECORD_KEYS = tuple(f.name for f in fields(Record) if not f.metadata["optional"])
+OPTIONAL_KEYS = tuple(f.name for f in fields(Record) if f.metadata["optional"])
+
+
+def record_table() -> str:
+    """docs/architecture.md's table of records.jsonl's keys, from ``Record``."""
+    lines = ["| key | every record | meaning |", "|---|---|---|"]
+    for f in fields(Record):
+        lines.append(f"| `{f.name}` | {'' if f.metadata['optional'] else 'yes'} | {f.metadata['doc']} |")
+    return "\n".join(lines) + "\n"
+
 
 # Values that are counts: stored as int when the source shows an integral value.
 _INT_KEYS = frozenset((
@@ -109,19 +147,19 @@ class BenchParseError(ValueError):
 
 
 def empty_record(**labels: Any) -> dict[str, Any]:
-    """A schema_version 1 record with every key present and unknown (None)."""
-    record: dict[str, Any] = dict.fromkeys(RECORD_KEYS)
-    record["schema_version"] = SCHEMA_VERSION
-    for key, value in labels.items():
+    """A record (``Record``) with every key present and unknown (None), and ``labels`` set;
+    KeyError for a label that is not a record key."""
+    for key in labels:
         if key not in RECORD_KEYS and key not in OPTIONAL_KEYS:
             raise KeyError(f"not a record key: {key}")
-        record[key] = value
+    record = Record().to_dict()
+    record.update(labels)
     return record
 
 
 def point_record(status: str, error: str | None, labels: dict[str, Any] | None, point: dict[str, Any],
                  options: dict[str, Any] | None) -> dict[str, Any]:
-    """The record of a point with no client result: failed, over_capacity or skipped.
+    """The record of a point with no client result (any status but ok).
 
     labels: host, profile, run_id, repeat, server_args, standin (those present);
     point: max_concurrency, num_prompts (the plan's); options: backend, input_len,
@@ -129,7 +167,7 @@ def point_record(status: str, error: str | None, labels: dict[str, Any] | None, 
     stays None.
     """
     if status not in STATUSES or status == "ok":
-        raise ValueError(f"point_record is for failed, over_capacity or skipped points, not {status!r}")
+        raise ValueError(f"point_record is for a point with no client result ({', '.join(STATUSES[1:])}), not {status!r}")
     record = empty_record(**{k: v for k, v in (labels or {}).items()
                              if k in RECORD_KEYS + OPTIONAL_KEYS and v is not None})
     rate = str((options or {}).get("request_rate", "inf"))
@@ -147,16 +185,19 @@ def point_record(status: str, error: str | None, labels: dict[str, Any] | None, 
 
 
 def normalize_record(data: dict[str, Any]) -> dict[str, Any]:
-    """Return ``data`` as a full record: missing keys filled with None.
+    """Return ``data`` as a full record of this schema_version: missing keys filled with None,
+    a version 1 record read as version 2 (READABLE_VERSIONS).
 
-    Raises ValueError for a record of another schema_version, so a reader never
+    Raises ValueError for a record of a version this code cannot read, so a reader never
     silently mixes schemas.
     """
     version = data.get("schema_version", SCHEMA_VERSION)
-    if version != SCHEMA_VERSION:
-        raise ValueError(f"record has schema_version {version!r}; this code reads {SCHEMA_VERSION}")
+    if version not in READABLE_VERSIONS:
+        raise ValueError(f"record has schema_version {version!r}; this code reads "
+                         f"{' and '.join(map(str, READABLE_VERSIONS))}")
     record = empty_record()
     record.update(data)
+    record["schema_version"] = SCHEMA_VERSION
     return record
 
 

@@ -128,7 +128,7 @@ def test_results_csv_and_json(design_run):
     assert first["tpot_ms_p99"] == "12.56" and first["gpu_power_w_mean"] == "235.0"
     assert first["request_rate"] == "inf" and first["ttft_ms_p99"] == ""
     data = json.loads(Path(design_run, "results.json").read_text())
-    assert data["schema_version"] == 1 and len(data["records"]) == 10
+    assert data["schema_version"] == 2 and len(data["records"]) == 10
     assert data["run"]["git_commit"] == "0123abc"
 
 

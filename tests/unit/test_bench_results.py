@@ -1,4 +1,5 @@
 """The one benchmark-output parser, on real outputs (tests/fixtures/bench)."""
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -24,8 +25,28 @@ def only(records):
 def test_empty_record_has_every_schema_key_and_nothing_known():
     record = br.empty_record()
     assert tuple(record) == br.RECORD_KEYS
-    assert record["schema_version"] == 1
+    assert record["schema_version"] == 2
     assert all(v is None for k, v in record.items() if k != "schema_version")
+
+
+def test_the_record_keys_are_the_dataclass_fields_each_documented():
+    names = [f.name for f in dataclasses.fields(br.Record)]
+    assert tuple(names) == br.RECORD_KEYS + br.OPTIONAL_KEYS
+    assert {"failure_kind", "elapsed_s", "max_total_num_tokens", "max_running_requests"} <= set(br.OPTIONAL_KEYS)
+    assert "startup_failed" in br.STATUSES
+    assert all(f.metadata["doc"] for f in dataclasses.fields(br.Record))
+    # a dataclass record and the dict one are the same record
+    assert br.Record(host="h", status="ok", elapsed_s=1.5).to_dict() == br.empty_record(host="h", status="ok", elapsed_s=1.5)
+
+
+def test_the_docs_record_table_is_the_dataclass_one():
+    """docs/architecture.md's records.jsonl table is bench_results.record_table(): a key added to
+    Record without its row (or a row without its key) fails here."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    start = text.index("<!-- the record table: bench_results.record_table() -->\n")
+    end = text.index("<!-- end of the record table -->")
+    assert text[start:end].split("\n", 1)[1] == br.record_table()
+    assert "| `failure_kind` |  |" in br.record_table() and "| `host` | yes |" in br.record_table()
 
 
 def test_empty_record_takes_labels_and_refuses_unknown_keys():
@@ -37,8 +58,19 @@ def test_empty_record_takes_labels_and_refuses_unknown_keys():
 
 def test_normalize_record_fills_missing_and_refuses_other_schema():
     assert br.normalize_record({"host": "a"})["ttft_ms"] is None
-    with pytest.raises(ValueError, match="schema_version 2"):
-        br.normalize_record({"schema_version": 2})
+    with pytest.raises(ValueError, match="schema_version 3; this code reads 1 and 2"):
+        br.normalize_record({"schema_version": 3})
+
+
+def test_a_version_1_record_reads_as_version_2():
+    """A line of a version 1 store (as 0.x wrote it: no search keys) reads as a version 2 record,
+    its values as they were."""
+    line = {"schema_version": 1, "host": "gpu-vm-1", "profile": "tuned", "status": "ok", "max_concurrency": 256,
+            "repeat": 0, "output_throughput": 5966.2, "standin": True}
+    record = br.normalize_record(line)
+    assert record["schema_version"] == 2
+    assert {k: record[k] for k in line if k != "schema_version"} == {k: v for k, v in line.items() if k != "schema_version"}
+    assert set(br.RECORD_KEYS) <= set(record) and "failure_kind" not in record
 
 
 def test_dumps_strict_writes_inf_as_string_and_nan_as_null():

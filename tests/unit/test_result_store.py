@@ -263,3 +263,27 @@ def test_a_refused_resume_says_which_keys_of_the_plan_differ(tmp_path):
     assert (f"bench_run_id r1 already holds a run with a different plan in {tmp_path}/r1 (input_len: 128 then, "
             "1024 now; repeats: not set then, 3 now; search.budget: 8 then, 12 now). A run is never overwritten"
             ) in str(err.value)
+
+
+def test_a_version_1_store_reads_as_version_2_and_takes_version_2_records(tmp_path):
+    """tests/fixtures/store-v1: a tune.yml search's store as the product wrote it at schema_version 1
+    (the molecule tune-search scenario, 2026-12-03: 6 ok points and 2 startup_failed trials). Its
+    records read as version 2, every value as it was; a record appended to it is version 2, and
+    the version 1 lines stay as they were (records.jsonl is never rewritten)."""
+    import shutil
+    from pathlib import Path
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "store-v1" / "molecule-search"
+    shutil.copytree(src, tmp_path / "molecule-search")
+    lines = [json.loads(line) for line in (src / "records.jsonl").read_text().splitlines()]
+    assert {line["schema_version"] for line in lines} == {1}
+    store = rs.RunStore(tmp_path, "molecule-search")
+    records = store.records()
+    assert [r["schema_version"] for r in records] == [2] * len(lines)
+    for line, got in zip(lines, records, strict=True):
+        assert {k: got[k] for k in line if k != "schema_version"} == {k: v for k, v in line.items() if k != "schema_version"}
+    failed = [r for r in records if r["status"] == "startup_failed"]
+    assert len(failed) == 2 and all(r["failure_kind"] and r["elapsed_s"] is not None for r in failed)
+    store.append_record(record(512, host="sglpb-search-1", profile="base"))
+    text = (tmp_path / "molecule-search" / "records.jsonl").read_text()
+    assert text.startswith((src / "records.jsonl").read_text())
+    assert json.loads(text.splitlines()[-1])["schema_version"] == 2

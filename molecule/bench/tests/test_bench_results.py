@@ -32,7 +32,7 @@ def test_benchmark_run_stops_at_the_plateau_and_the_resume_adds_nothing():
     recs = [r for r in recs if r["status"] == "ok"]
     got = sorted((r["host"], r["max_concurrency"]) for r in recs)
     for r in recs:
-        assert r["schema_version"] == 1 and r["status"] == "ok" and r["profile"] == "baseline"
+        assert r["schema_version"] == 2 and r["status"] == "ok" and r["profile"] == "baseline"
         assert r["completed"] == 5 * r["max_concurrency"] == r["num_prompts"]
         assert r["random_input_len"] == 64 and r["random_output_len"] == 64
         assert r["request_rate"] == "inf" and r["standin"] is True
