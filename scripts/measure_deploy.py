@@ -8,7 +8,7 @@
 3. idempotence cost: a no-change deploy.yml run (changed=0, every role runs) against a bare
    fact-gathering play on the same hosts (the wall-clock ratio), with the deploy's slowest tasks.
 The hosts are put back to their inventory settings at the end. Playbooks run through
-ansible-runner (scripts/playbook_run.py); results, recaps and task durations come from its
+ansible-runner (tests/integration/playbook_run.py, the integration tests' runner); results, recaps and task durations come from its
 events. Wall times include ansible-runner's own start-up, the same for every run compared.
 
     .venv/bin/python scripts/measure_deploy.py [-i inventory/demo] [--host sglpb-demo-1] [--second-deploy-only]
@@ -23,8 +23,11 @@ import re
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
-import playbook_run
+# (the integration tests' playbook runner)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
+import playbook_run  # noqa: E402
 
 REPO = playbook_run.REPO
 BIN = playbook_run.VENV_BIN

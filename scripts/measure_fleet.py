@@ -35,8 +35,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-import local_standins
-import playbook_run
+# (the integration tests' stand-ins and playbook runner)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
+import local_standins  # noqa: E402
+import playbook_run  # noqa: E402
 
 REPO = playbook_run.REPO
 FIXTURE = REPO / "tests" / "fixtures" / "nvidia-smi" / "rtxpro6000-8gpu-vm"

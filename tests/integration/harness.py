@@ -1,7 +1,7 @@
 """Run a playbook against this machine (connection local) as hosts of sglang_servers, with the
 fake nvidia-smi answering as the 8-GPU Blackwell VM; used by the bad-input tests.
 
-The playbook runs through ansible-runner (scripts/playbook_run.py): the tests read its events -
+The playbook runs through ansible-runner (playbook_run.py, beside this file): the tests read its events -
 which plays and tasks started, which task failed and with what message - not its printed output.
 
 No host uses a fixed port: where a test starts no server, the hosts' port (BASE_VARS) is
@@ -16,11 +16,10 @@ import socket
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "scripts"))
-import local_standins  # noqa: E402,F401  (scripts/ is not a package; the tests' stand-in servers)
-import playbook_run  # noqa: E402
+import local_standins  # noqa: F401  (the tests' stand-in servers, beside this file, as playbook_run)
+import playbook_run
 
+REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "nvidia-smi" / "rtxpro6000-8gpu-vm"
 
 

@@ -1,5 +1,5 @@
 """benchmark.yml on one host against a local stand-in started with --enable-metrics
-(scripts/local_standins.py), SGLang's real Rust client from the client venv, GPU telemetry off:
+(tests/integration/local_standins.py), SGLang's real Rust client from the client venv, GPU telemetry off:
 
 - each record has the server's own counters over its window (server_metrics, from /metrics:
   generated and prompt tokens, running and queued requests, KV usage), and the server's

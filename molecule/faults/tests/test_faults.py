@@ -1,5 +1,5 @@
 """Faults against the two deployed stand-in hosts, driven as an operator would: the playbooks run
-with ansible-runner (scripts/playbook_run.py). The tests run in order; each leaves both servers
+with ansible-runner (tests/integration/playbook_run.py). The tests run in order; each leaves both servers
 healthy on the baseline profile. (One host of two unreachable and the controller killed mid-sweep are
 tests/integration/test_sweep_interrupted.py: the client runs on the controller, so a test host
 adds nothing to them.)"""
@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 REPO = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
-sys.path.insert(0, str(REPO / "scripts"))
-import playbook_run  # noqa: E402
+sys.path.insert(0, str(REPO / "tests" / "integration"))
+import playbook_run  # noqa: E402  (the integration tests' playbook runner)
 
 SCENARIO = Path(__file__).resolve().parents[1]
 INVENTORY = Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent

@@ -1,5 +1,5 @@
-"""Stand-ins on this machine for the runs of playbooks over local hosts (tests/integration,
-scripts/measure_fleet.py): stand-in servers (standin/sglang_standin) on loopback ports - free
+"""Stand-ins on this machine for the runs of playbooks over local hosts (the integration tests
+beside this file, scripts/measure_fleet.py): stand-in servers (standin/sglang_standin) on loopback ports - free
 ports, start them, wait until each answers /health, stop them - and stand-ins for SGLang's
 benchmark client."""
 
@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # bench_serving's flags, as the benchmark role checks them against the client's --help.
 CLIENT_FLAGS = ("--backend --base-url --dataset-name --random-input-len --random-output-len --random-range-ratio "

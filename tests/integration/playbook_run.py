@@ -1,6 +1,7 @@
 """Run a playbook of this repository with ansible-runner and read what its events say.
 
-Used by tests/integration/harness.py (the bad-input tests) and scripts/measure_deploy.py. The
+Used by harness.py beside it (the integration tests), the faults scenario's tests and
+scripts/measure_deploy.py. The
 playbook runs as `ansible-playbook` would from the repository root (this repository's
 ansible.cfg, its library/, module_utils/ and roles/); ansible-runner keeps its artifacts (the
 inventory it was given, the events, stdout) under `private_data_dir`. Every question is answered
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import ansible_runner
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 # The venv's ansible-playbook (the interpreter running this file is the venv's).
 VENV_BIN = Path(sys.executable).parent
 
