@@ -18,7 +18,7 @@ from ansible.module_utils.bench_results import (
     energy_figures,
     modelled_figures,
 )
-from ansible.module_utils.engine_args import engine_limit
+from ansible.module_utils.engine_args import engine_limit, server_command_line
 from ansible.module_utils.fleet import (
     PLAY_HOSTS_SPEC,
     failed_hosts,
@@ -392,6 +392,18 @@ def build_tables(run, records, baseline=None):
 COMPARED = "runs compared"
 
 
+def run_with_records(store, no_run, no_records):
+    """(run.json, records) of store's run; ResultStoreError with the message no_run when it has no
+    run.json, no_records when it has no records."""
+    run = store.read_run_json() if os.path.isdir(store.path) else None
+    if run is None:
+        raise ResultStoreError(no_run)
+    records = store.records()
+    if not records:
+        raise ResultStoreError(no_records)
+    return run, records
+
+
 def read_run(results_root, run_id, variable):
     """(run.json, records) of another run of the store, for the comparison; ResultStoreError naming
     the variable that named it when it is not a run with records."""
@@ -399,14 +411,10 @@ def read_run(results_root, run_id, variable):
         store = RunStore(results_root, check_run_id(run_id), create=False)
     except ResultStoreError as exc:
         raise ResultStoreError(f"{variable}: {exc}") from exc
-    run = store.read_run_json() if os.path.isdir(store.path) else None
-    if run is None:
-        raise ResultStoreError(f"{variable}: no run {run_id!r} in {results_root} (no run.json there): name a "
-                               "run id under bench_results_dir (a measured run's, or one playbooks/import.yml made)")
-    records = store.records()
-    if not records:
-        raise ResultStoreError(f"{variable}: run {run_id!r} has no records in {store.records_path}")
-    return run, records
+    return run_with_records(
+        store, f"{variable}: no run {run_id!r} in {results_root} (no run.json there): name a run id under "
+        "bench_results_dir (a measured run's, or one playbooks/import.yml made)",
+        f"{variable}: run {run_id!r} has no records in {store.records_path}")
 
 
 def compare_table(runs, baseline_run=None, baseline_profile=None):
@@ -716,7 +724,8 @@ def plot_figure(pyplot, tables, metric, ylabel, several_hosts=False):
 
 
 def cli_args(args):
-    """A server/client args dict as a command line: true -> bare flag, false/None dropped."""
+    """The client's settings (run.json's client_args) as flags: true -> bare flag, false/None
+    dropped, each name with dashes. (Server args: server_command_line, as the launch script.)"""
     parts = []
     for key, value in (args or {}).items():
         flag = key if key.startswith("-") else "--" + key.replace("_", "-")
@@ -727,16 +736,23 @@ def cli_args(args):
     return " ".join(parts)
 
 
-def render_markdown(template_path, context):
+def report_environment(template_dir):
+    """The Jinja environment the report's templates (in template_dir) render in, with their filters."""
     import jinja2
-    with open(template_path, encoding="utf-8") as handle:
-        source = handle.read()
     env = jinja2.Environment(autoescape=False, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
-                             loader=jinja2.FileSystemLoader(os.path.dirname(os.path.abspath(template_path))))
+                             loader=jinja2.FileSystemLoader(template_dir))
     env.filters["num"] = lambda v, digits=0: "—" if v is None else f"{v:,.{digits}f}"
     env.filters["cli"] = cli_args
+    env.filters["server_cli"] = server_command_line
     env.filters["pairs"] = lambda d: ", ".join(f"{k}={v}" for k, v in (d or {}).items()) or "none"
+    return env
+
+
+def render_markdown(template_path, context):
+    with open(template_path, encoding="utf-8") as handle:
+        source = handle.read()
+    env = report_environment(os.path.dirname(os.path.abspath(template_path)))
     return env.from_string(source).render(**context)
 
 
@@ -802,13 +818,9 @@ def make_report(results_dir, title="SGLang benchmark report", baseline_profile=N
         raise ResultStoreError(f"no run.json in {results_dir}: is this a run directory "
                                "(<bench_results_dir>/<run_id>)? Check bench_run_id and bench_results_dir")
     store = RunStore(os.path.dirname(results_dir), os.path.basename(results_dir), create=not check_mode)
-    run = store.read_run_json()
-    if run is None:
-        raise ResultStoreError(f"no run.json in {results_dir}: is this a run directory "
-                               "(<bench_results_dir>/<run_id>)?")
-    records = store.records()
-    if not records:
-        raise ResultStoreError(f"no records in {store.records_path}: nothing to report")
+    run, records = run_with_records(
+        store, f"no run.json in {results_dir}: is this a run directory (<bench_results_dir>/<run_id>)?",
+        f"no records in {store.records_path}: nothing to report")
     files = {}
     if failed_hosts is None:
         failed_hosts = read_failed_hosts(results_dir)

@@ -23,6 +23,7 @@ from urllib.parse import urlencode
 from ansible.module_utils.atomic_file import atomic_write
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.bench_client import (
+    CLIENT_KINDS,
     CLIENT_MODULES,
     build_argv,
     client_module,
@@ -854,7 +855,7 @@ def main():
         argument_spec={
             "action": {"type": "str", "default": "run", "choices": ["run", "argv", "check", "start"]},
             "python": {"type": "str", "default": "python3"},
-            "client": {"type": "str", "default": "python", "choices": ["python", "rust"]},
+            "client": {"type": "str", "default": CLIENT_KINDS[0], "choices": list(CLIENT_KINDS)},
             "client_module": {"type": "str", "default": "auto"},
             "url": {"type": "str"},
             "api_key": {"type": "str", "no_log": True},

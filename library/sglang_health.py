@@ -159,7 +159,7 @@ from urllib.parse import urlparse
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.port_owner import OwnerUnknown, listening_sockets, owners
 from ansible.module_utils.redact import redact_text
-from ansible.module_utils.sglang_api import needs_key, probe
+from ansible.module_utils.sglang_api import SERVER_URL_SPEC, needs_key, probe
 from ansible.module_utils.sglang_log import LogWatcher
 
 
@@ -292,7 +292,7 @@ def local_port(url):
 def main():
     module = AnsibleModule(
         argument_spec={
-            "url": {"type": "str", "default": "http://127.0.0.1:30000"},
+            **SERVER_URL_SPEC,
             "endpoint": {"type": "str", "default": "/health_generate"},
             "unit": {"type": "str"},
             "pid": {"type": "int"},
@@ -304,7 +304,6 @@ def main():
             "tail_lines": {"type": "int", "default": 40},
             "state": {"type": "str", "default": "ready", "choices": ["ready", "port", "owner"]},
             "port": {"type": "int"},
-            "validate_certs": {"type": "bool", "default": True},
         },
         mutually_exclusive=[("unit", "pid")],
         supports_check_mode=True,

@@ -52,6 +52,20 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+failure_kind:
+  description:
+    - Why it failed, where it can say - C(not_listening) (nothing on the port), C(owner_unknown)
+      (who listens could not be read), C(foreign_server) (another process holds the port),
+      C(key_over_http) (the key would cross the network in the clear).
+  returned: failure
+  type: str
+refused:
+  description:
+    - True when it refused to ask at all (C(owner_unknown), C(foreign_server), C(key_over_http)), as
+      whatever answers there is not known to be the server, or would get the key in the clear.
+      Absent when it could not tell (nothing listens, the request failed).
+  returned: failure
+  type: bool
 version:
   description: SGLang version the server reports.
   type: str
@@ -87,7 +101,7 @@ from urllib.parse import urlparse
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.port_owner import OwnerUnknown, listening_sockets, owners, unit_of
 from ansible.module_utils.redact import is_loopback
-from ansible.module_utils.sglang_api import server_info, summarize
+from ansible.module_utils.sglang_api import SERVER_URL_SPEC, server_info, summarize
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0", "")
 
@@ -110,7 +124,7 @@ def check_owner(module, url):
         unit = unit_of(module.run_command, p["unit"]) if p["unit"] else {"main_pid": p["pid"], "cgroup": None}
         found = owners(port, unit["main_pid"], unit["cgroup"])
     except OwnerUnknown as exc:
-        module.fail_json(msg=f"{exc}.", failure_kind="owner_unknown", port=port)
+        module.fail_json(msg=f"{exc}.", failure_kind="owner_unknown", refused=True, port=port)
     if not found["unit"] and not found["foreign"]:
         module.fail_json(msg=f"nothing listens on port {port} ({url}) any more: is the server up (sglang_health)?",
                          failure_kind="not_listening", port=port)
@@ -118,7 +132,8 @@ def check_owner(module, url):
         module.fail_json(
             msg=f"refused: the server on port {port} is {', '.join(found['foreign'])}, not {label}. It got no API "
                 "key and its answers were not used. Stop that process, or give the server another port "
-                "(sglang_server_args.port).", failure_kind="foreign_server", holders=found["foreign"], port=port)
+                "(sglang_server_args.port).", failure_kind="foreign_server", refused=True, holders=found["foreign"],
+            port=port)
 
 
 def check_transport(module, url):
@@ -130,18 +145,17 @@ def check_transport(module, url):
             msg=f"refused to send the API key to {url} over plain http (anyone on the path reads it): serve the "
                 "server over https, run the client on the server host (sglang_benchmark_client_location: server), "
                 "or set sglang_allow_key_over_http: true on a network you trust. Nothing was sent.",
-            failure_kind="key_over_http")
+            failure_kind="key_over_http", refused=True)
 
 
 def main():
     module = AnsibleModule(
         argument_spec={
-            "url": {"type": "str", "default": "http://127.0.0.1:30000"},
+            **SERVER_URL_SPEC,
             "api_key": {"type": "str", "no_log": True},
             "unit": {"type": "str"},
             "pid": {"type": "int"},
             "allow_key_over_http": {"type": "bool", "default": False},
-            "validate_certs": {"type": "bool", "default": True},
             "timeout": {"type": "float", "default": 10},
         },
         mutually_exclusive=[("unit", "pid")],

@@ -23,7 +23,7 @@ CLIENT_MODULES = {
     "serving": "sglang.benchmark.serving",
     "bench_serving": "sglang.bench_serving",
 }
-CLIENT_KINDS = ("python", "rust")
+CLIENT_KINDS = ("python", "rust")  # (the first is the default kind)
 PYTHON_MODULES = ("sglang.benchmark.serving", "sglang.bench_serving")
 RUST_ONLY = ("rust",)
 
@@ -67,13 +67,21 @@ DEFAULT_OPTIONS = {
 PROMPTS_PER_CONCURRENCY = 5  # SGLang's guidance: num_prompts >= 5 x concurrency
 
 
+def client_kind_problem(kind: object) -> str | None:
+    """The message for a client kind (sglang_benchmark_client) that is none of CLIENT_KINDS, else None."""
+    if kind in CLIENT_KINDS:
+        return None
+    return f"sglang_benchmark_client must be {' or '.join(CLIENT_KINDS)}, got {kind!r}"
+
+
 def client_module(kind: str, has_serving: bool | None = None) -> str:
     """The module a client kind runs: rust -> rust_client; python -> serving when the venv
     has it (has_serving), else bench_serving."""
+    problem = client_kind_problem(kind)
+    if problem:
+        raise ValueError(problem)
     if kind == "rust":
         return CLIENT_MODULES["rust"]
-    if kind != "python":
-        raise ValueError(f"sglang_benchmark_client must be python or rust, got {kind!r}")
     return CLIENT_MODULES["serving" if has_serving else "bench_serving"]
 
 

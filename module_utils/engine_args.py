@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -76,6 +77,58 @@ def canonical_name(flag: Any) -> str:
     """The canonical name of a server arg (dash form, no leading dashes): an alias's, else its own."""
     name = str(flag).lstrip("-")
     return ARG_ALIASES.get(name, name)
+
+
+# SGLang's HTTP port when the args set none: ServerArgs.port = 30000 (0.5.11
+# sglang/srt/server_args.py; 0.5.23 sglang/srt/arg_groups/fields/server.py).
+DEFAULT_PORT = 30000
+
+
+def args_as_run(args: Mapping[Any, Any] | None, overlay: Mapping[Any, Any] | None = None) -> dict[Any, Any]:
+    """The server args as the server runs them: overlay (a profile's, sglang_server_profiles.NAME)
+    over args (sglang_server_args). Each arg keeps its place and the name it was written with; an
+    overlay arg replaces the arg of the same canonical name whatever its spelling (a profile's
+    tensor-parallel-size replaces tp-size, in tp-size's place), as the later flag wins in SGLang's
+    argparse; the overlay's other args come after."""
+    merged = dict(args or {})
+    for key, value in (overlay or {}).items():
+        same = [old for old in merged if canonical_name(old) == canonical_name(key)]
+        if not same:
+            merged[key] = value
+            continue
+        merged = {(key if old == same[0] else old): (value if old == same[0] else merged[old])
+                  for old in merged if old == same[0] or old not in same}
+    return merged
+
+
+def server_port(args: Mapping[Any, Any] | None) -> Any:
+    """The port a server with these args (as run) listens on, as written: its port, else SGLang's."""
+    port = canonical_args(args or {})[0].get("port")
+    return DEFAULT_PORT if port is None else port
+
+
+def server_flags(args: Mapping[Any, Any] | None) -> list[list[str]]:
+    """The server args as the command line the launch script runs them with, one flag each: [--name]
+    for true, [--name, v1, v2] for a list (an nargs flag, such as SGLang's --lora-paths or the
+    router's --worker-urls), [--name, value] for any other value (as a string), nothing for false
+    and null (no flag: the server's default). Each name as written. The launch script's template
+    (roles/sglang_server/templates/run_tp.sh.j2), the router's command line, the report and the
+    search's answer build theirs with this function."""
+    flags = []
+    for key, value in (args or {}).items():
+        flag = "--" + str(key).lstrip("-")
+        if value is True:
+            flags.append([flag])
+        elif isinstance(value, (list, tuple)):
+            flags.append([flag, *map(str, value)])
+        elif value is not None and value is not False:
+            flags.append([flag, str(value)])
+    return flags
+
+
+def server_command_line(args: Mapping[Any, Any] | None) -> str:
+    """server_flags as one line, each value quoted as a shell reads it: '--tp-size 8 --enable-metrics'."""
+    return " ".join(shlex.join(flag) for flag in server_flags(args))
 
 
 def canonical_args(args: Mapping[Any, Any], where: str | None = None) -> tuple[dict[str, Any], dict[str, str], list[str]]:

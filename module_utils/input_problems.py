@@ -42,6 +42,29 @@ def separator_problem(variable: str, value: Any) -> str | None:
     return None
 
 
+def positive_int(value: Any) -> int | None:
+    """value as an int when it is a whole number of at least 1, else None: an int (a YAML
+    boolean is not one), a float without a fraction (what Jinja's arithmetic makes), or a string of
+    digits (-e passes numbers as strings; a space around them is refused, as a server arg is written
+    into the launch script as given). The checks of every role's counts, sizes, ports and limits
+    take a number by this rule (sweep, server args, multinode, router)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and value > 0 else None
+    if isinstance(value, str) and re.fullmatch(r"[0-9]+", value):
+        return int(value) or None
+    return None
+
+
+def tcp_port(value: Any) -> int | None:
+    """value as a TCP port (a whole number, positive_int's rule, of 1-65535), else None."""
+    number = positive_int(value)
+    return number if number is not None and number <= 65535 else None
+
+
 def yaml_boolean_names(names: Any) -> list[str]:
     """The names of a dict (the profiles') that YAML read as booleans: an unquoted yes/on/true or
     no/off/false key is True/False in the play, and reaches a module as the JSON key true/false."""

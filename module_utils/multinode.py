@@ -19,7 +19,9 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping, Sequence
 
-from ansible.module_utils.engine_args import canonical_args
+from ansible.module_utils.engine_args import DEFAULT_PORT, canonical_args, server_port
+from ansible.module_utils.input_problems import positive_int as whole_number
+from ansible.module_utils.input_problems import tcp_port
 
 #: Flags this rule sets; a server args dict that sets them is refused (they differ per node).
 MANAGED_FLAGS = ("nnodes", "node-rank", "dist-init-addr", "nccl-init-addr")
@@ -33,10 +35,10 @@ class MultinodeError(ValueError):
 
 def positive_int(value: object, name: str) -> int:
     """value as a whole number of at least 1, else MultinodeError naming name."""
-    text = str(value).strip() if value is not None else ""
-    if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
+    number = whole_number(value)
+    if number is None:
         raise MultinodeError(f"{name} must be a positive integer, got {value!r}")
-    return int(text)
+    return number
 
 
 def _port(value: object, name: str) -> int:
@@ -45,9 +47,10 @@ def _port(value: object, name: str) -> int:
         raise MultinodeError(
             f"{name} is not set: set it to a TCP port on rank 0 that every node can reach "
             "(e.g. 50000, open between the nodes); rank 0 listens there for the other nodes")
-    if isinstance(value, bool) or not text.isdigit() or not 1 <= int(text) <= 65535:
+    port = tcp_port(value)
+    if port is None:
         raise MultinodeError(f"{name} must be a TCP port (1-65535), got {value!r}")
-    return int(text)
+    return port
 
 
 def divisors(n: int) -> list[int]:
@@ -71,6 +74,26 @@ def init_addr(address: str, port: int) -> str:
     return f"{address}:{port}"
 
 
+def gpus_per_node(server_args: Mapping[str, object], nnodes: object) -> dict:
+    """{gpus_per_node, sized_by}: the GPU ranks each of nnodes nodes runs for server_args (as they
+    run): tp-size x pp-size over nnodes, which must divide it; sized_by names the args as written
+    (SGLang's aliases count as the arg they stand for). Raises MultinodeError naming the variable
+    and the fix."""
+    count = positive_int(nnodes, "sglang_server_nnodes")
+    server_args, written, _ = canonical_args(server_args)
+    tp_name, pp_name = written.get("tp-size", "tp-size"), written.get("pp-size", "pp-size")
+    tp = positive_int(server_args.get("tp-size", 1), f"sglang_server_args {tp_name}")
+    pp = positive_int(server_args.get("pp-size", 1), f"sglang_server_args {pp_name}")
+    ranks = tp * pp
+    if ranks % count:
+        fits = ", ".join(str(d) for d in divisors(ranks) if d > 1) or "none"
+        raise MultinodeError(
+            f"sglang_server_nnodes={count} does not divide tp-size x pp-size = {ranks} "
+            f"(sglang_server_args): every node runs the same number of GPU ranks; set "
+            f"sglang_server_nnodes to a divisor of {ranks} ({fits}), or tp-size to a multiple of {count}")
+    return {"gpus_per_node": ranks // count, "sized_by": f"{tp_name} {tp} x {pp_name} {pp}"}
+
+
 def plan(host: str, nnodes: object, nodes: Sequence[str], server_args: Mapping[str, object],
          dist_init_port: object = None, addresses: Mapping[str, str] | None = None,
          ifnames: Mapping[str, str] | None = None) -> dict:
@@ -85,28 +108,17 @@ def plan(host: str, nnodes: object, nodes: Sequence[str], server_args: Mapping[s
     Raises MultinodeError naming the variable and the fix.
     """
     count = positive_int(nnodes, "sglang_server_nnodes")
-    server_args, written, _ = canonical_args(server_args)
-    managed = [written[flag] for flag in MANAGED_FLAGS if flag in server_args]
+    canonical, written, _ = canonical_args(server_args)
+    managed = [written[flag] for flag in MANAGED_FLAGS if flag in canonical]
     if managed:
         raise MultinodeError(
             f"sglang_server_args sets {', '.join(managed)}: remove it; set sglang_server_nnodes "
             "(and sglang_server_dist_init_port) instead, each node's --node-rank and "
             "--dist-init-addr come from its place in the node group (sglang_server_nodes)")
-    tp_name, pp_name = written.get("tp-size", "tp-size"), written.get("pp-size", "pp-size")
-    tp = positive_int(server_args.get("tp-size", 1), f"sglang_server_args {tp_name}")
-    pp = positive_int(server_args.get("pp-size", 1), f"sglang_server_args {pp_name}")
-    ranks = tp * pp
-    single = {"nnodes": 1, "node_rank": 0, "rank0": host, "is_rank0": True, "nodes": [host],
-              "gpus_per_node": ranks, "sized_by": f"{tp_name} {tp} x {pp_name} {pp}",
-              "dist_init_addr": None, "dist_init_port": None, "args": {}, "env": {}}
+    sizing = gpus_per_node(server_args, count)
     if count == 1:
-        return single
-    if ranks % count:
-        fits = ", ".join(str(d) for d in divisors(ranks) if d > 1) or "none"
-        raise MultinodeError(
-            f"sglang_server_nnodes={count} does not divide tp-size x pp-size = {ranks} "
-            f"(sglang_server_args): every node runs the same number of GPU ranks; set "
-            f"sglang_server_nnodes to a divisor of {ranks} ({fits}), or tp-size to a multiple of {count}")
+        return {"nnodes": 1, "node_rank": 0, "rank0": host, "is_rank0": True, "nodes": [host], **sizing,
+                "dist_init_addr": None, "dist_init_port": None, "args": {}, "env": {}}
     nodes = [str(n) for n in nodes]
     twice = sorted({n for n in nodes if nodes.count(n) > 1})
     if twice:
@@ -122,7 +134,7 @@ def plan(host: str, nnodes: object, nodes: Sequence[str], server_args: Mapping[s
             f"{host} is not in the node group (sglang_server_nodes: {', '.join(nodes)}): "
             "add it, or run the play on the node group's hosts only")
     port = _port(dist_init_port, "sglang_server_dist_init_port")
-    http_port = int(server_args.get("port", 30000) or 30000)
+    http_port = int(server_port(canonical) or DEFAULT_PORT)
     if port == http_port:
         raise MultinodeError(
             f"sglang_server_dist_init_port {port} is the server's HTTP port (sglang_server_args "
@@ -143,7 +155,7 @@ def plan(host: str, nnodes: object, nodes: Sequence[str], server_args: Mapping[s
     addr = init_addr(address, port)
     return {
         "nnodes": count, "node_rank": rank, "rank0": rank0, "is_rank0": rank == 0,
-        "nodes": nodes, "gpus_per_node": ranks // count, "sized_by": single["sized_by"], "dist_init_addr": addr,
+        "nodes": nodes, **sizing, "dist_init_addr": addr,
         "dist_init_host": address, "dist_init_port": port,
         "args": {"nnodes": count, "node-rank": rank, "dist-init-addr": addr},
         "env": {name: ifname for name in IFNAME_VARS},

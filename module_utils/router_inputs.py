@@ -17,25 +17,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ansible.module_utils.engine_args import DEFAULT_PORT
+from ansible.module_utils.input_problems import tcp_port
 from ansible.module_utils.multinode import MultinodeError, init_addr, node_rank, positive_int
-from ansible.module_utils.redact import is_loopback
+from ansible.module_utils.redact import is_loopback, secret_names
 
 # flags the role sets from its own variables (sglang_router_host, _port, ...)
 MANAGED_FLAGS = ("worker-urls", "policy", "host", "port", "prometheus-host", "prometheus-port", "api-key")
-LOOPBACK = ("127.0.0.1", "::1", "localhost")
 VERSION = re.compile(r"^[0-9][0-9A-Za-z.+-]*$")
 WORKER_URL = re.compile(r"^https?://[^/\s]+(:[0-9]+)?/?$")
-SECRET_NAME = re.compile(r"(key|token|password|secret)")
-#: SGLang's HTTP port when sglang_server_args sets none.
-SERVER_PORT = 30000
-
-
-def _port(value: Any) -> int | None:
-    """value as a port number (1-65535), else None."""
-    if isinstance(value, bool):
-        return None
-    text = str(value).strip()
-    return int(text) if text.isdigit() and 1 <= int(text) <= 65535 else None
 
 
 def _nnodes(value: Any) -> int | None:
@@ -81,7 +71,7 @@ def worker_hosts(settings: Mapping[str, Any]) -> list[dict[str, Any]]:
             continue
         name = str(worker.get("name"))
         address = str(worker.get("worker_address") or worker.get("ansible_host") or name)
-        port = _port(worker.get("port")) or SERVER_PORT
+        port = tcp_port(worker.get("port")) or DEFAULT_PORT
         out.append({"host": name, "url": "http://" + init_addr(address, port), "port": port})
     return out
 
@@ -107,7 +97,7 @@ def _group_problems(workers: Sequence[Mapping[str, Any]], group: Any) -> list[st
         if _nnodes(worker.get("nnodes")) is None:
             problems.append(f"sglang_server_nnodes of {name} must be a whole number of at least 1, "
                             f"got {worker.get('nnodes')}")
-        if worker.get("port") not in (None, "") and _port(worker.get("port")) is None:
+        if worker.get("port") not in (None, "") and tcp_port(worker.get("port")) is None:
             problems.append(f"sglang_server_args port of {name} must be a port number (1-65535), "
                             f"got {worker.get('port')}")
     if not problems and all(_is_extra_rank(w) for w in workers):
@@ -133,7 +123,7 @@ def check_router_inputs(settings: Mapping[str, Any]) -> list[str]:
             f"sglang_router_requirements: no file {s.get('requirements')} (the role pins "
             "roles/sglang_router/files/requirements-smg-VERSION.txt for each release it supports: add one "
             f"for smg {version} or set sglang_router_requirements)")
-    port, metrics_port = _port(s.get("port")), _port(s.get("prometheus_port"))
+    port, metrics_port = tcp_port(s.get("port")), tcp_port(s.get("prometheus_port"))
     if port is None:
         problems.append(f"sglang_router_port must be a port number (1-65535), got {s.get('port')}")
     if metrics_port is None:
@@ -162,7 +152,7 @@ def check_router_inputs(settings: Mapping[str, Any]) -> list[str]:
             problems.append(
                 f"sglang_router_extra_args: {', '.join(managed)} is set by the role: use its own variable "
                 "(sglang_router_host, _port, _policy, _prometheus_host, _prometheus_port, _api_key, _worker_urls)")
-        secret = [str(k) for k in extra if SECRET_NAME.search(str(k))]
+        secret = secret_names(extra)
         if secret:
             problems.append(
                 f"sglang_router_extra_args: {', '.join(secret)} looks secret and would be on the router's command "
@@ -175,7 +165,7 @@ def check_router_inputs(settings: Mapping[str, Any]) -> list[str]:
                 "the path reads it: serve the workers over https (sglang_router_worker_urls: https://...), or set "
                 "sglang_allow_key_over_http: true on a network you trust")
     host = s.get("host")
-    if host not in LOOPBACK and not s.get("has_api_key") and not s.get("allow_unauthenticated"):
+    if not is_loopback(host) and not s.get("has_api_key") and not s.get("allow_unauthenticated"):
         problems.append(
             f"sglang_router_host {host} opens the router to the network without an API key: set "
             "sglang_router_api_key (by default the workers' sglang_server_api_key), bind 127.0.0.1, or set "

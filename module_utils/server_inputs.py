@@ -41,8 +41,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ansible.module_utils.engine_args import canonical_args
-from ansible.module_utils.input_problems import shown, yaml_boolean_names, yaml_boolean_profile_problem
+from ansible.module_utils.engine_args import args_as_run, canonical_args, server_port
+from ansible.module_utils.input_problems import (
+    positive_int,
+    shown,
+    tcp_port,
+    yaml_boolean_names,
+    yaml_boolean_profile_problem,
+)
 from ansible.module_utils.model_path import is_absolute, model_path_arg, sandbox_problem
 from ansible.module_utils.redact import server_problems
 
@@ -191,10 +197,6 @@ def check_profile(profile: Any, profiles: Any) -> list[str]:
             "Pass one of them with -e sglang_profile=NAME, or add it to sglang_server_profiles"]
 
 
-def _positive_integer(value: Any) -> bool:
-    return re.fullmatch(r"[0-9]+", str(value)) is not None and int(str(value)) >= 1
-
-
 def check_values(args: Mapping, overlay: Mapping | None = None, profile: str | None = None) -> list[str]:
     """The values of the args as they will run: overlay (profile's) over args (sglang_server_args).
     Each message names the variable the value comes from."""
@@ -203,7 +205,7 @@ def check_values(args: Mapping, overlay: Mapping | None = None, profile: str | N
     given_args, given_overlay = args, overlay
     args, args_written, _ = canonical_args(args)
     overlay, overlay_written, _ = canonical_args(overlay or {})
-    merged = {**args, **overlay}
+    merged = canonical_args(args_as_run(given_args, given_overlay))[0]
 
     def written(key: str) -> str:
         return overlay_written.get(key) or args_written.get(key) or key
@@ -222,11 +224,11 @@ def check_values(args: Mapping, overlay: Mapping | None = None, profile: str | N
         hidden = sandbox_problem(label, str(value)) if is_absolute(value) else None
         if hidden:
             problems.append(hidden)
-    port = merged.get("port", 30000)
-    if not (_positive_integer(port) and int(str(port)) <= 65535):
+    port = server_port(merged)
+    if tcp_port(port) is None:
         problems.append(f"{written('port')} {shown(port)} is out of range: use 1-65535 ({where('port')})")
     tp_size = merged.get("tp-size", 1)
-    if not _positive_integer(tp_size):
+    if positive_int(tp_size) is None:
         problems.append(f"{written('tp-size')} {shown(tp_size)} must be a positive integer ({where('tp-size')})")
     mfs = merged.get("mem-fraction-static")
     if mfs is not None and mfs is not False:
@@ -235,7 +237,7 @@ def check_values(args: Mapping, overlay: Mapping | None = None, profile: str | N
             problems.append(f"mem-fraction-static {shown(mfs)} must be between 0 and 1 exclusive, e.g. 0.88 "
                             f"({where('mem-fraction-static')})")
     mrr = merged.get("max-running-requests")
-    if mrr is not None and mrr is not False and mrr != "auto" and not _positive_integer(mrr):
+    if mrr is not None and mrr is not False and mrr != "auto" and positive_int(mrr) is None:
         problems.append(f"max-running-requests {shown(mrr)} must be a positive integer or auto "
                         f"({where('max-running-requests')})")
     return problems
@@ -338,7 +340,7 @@ def check_server_inputs(args: Any, profiles: Any, env: Any, secrets: Any, health
         overlay = (profiles or {}).get(profile) if profile and profiles_ok and not profile_problems else None
         overlay = overlay if isinstance(overlay, Mapping) else {}
         problems += check_values(args, overlay, profile)
-        merged = {**args, **overlay}
+        merged = args_as_run(args, overlay)
     problems += check_env("sglang_server_env", env)
     problems += check_env("sglang_server_secrets", secrets, secret=True)
     arg_names = {"sglang_server_args": _names(args)}

@@ -10,9 +10,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ansible.module_utils.engine_args import DEFAULT_PORT
 from ansible.module_utils.redact import redact
 from ansible.module_utils.urls import open_url
 
+# The options by which a module reaches the server (plugins/doc_fragments/sglpb_server_url.py
+# documents them): sglang_health's and sglang_server_info's.
+SERVER_URL_SPEC = {
+    "url": {"type": "str", "default": f"http://127.0.0.1:{DEFAULT_PORT}"},
+    "validate_certs": {"type": "bool", "default": True},
+}
 SERVER_INFO_ENDPOINTS = ("/server_info", "/get_server_info")  # the second for servers < 0.4.7
 # The paths SGLang serves without a key even when api_key is set (decide_request_auth, by prefix):
 # sglang/srt/utils/auth.py:100 in 0.5.10.post1 and 0.5.11 (/health, /metrics), :102-104 in 0.5.23

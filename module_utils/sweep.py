@@ -22,6 +22,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ansible.module_utils.input_problems import positive_int
+
 DEFAULT_PROMPTS_FACTOR = 5  # SGLang's guidance: num_prompts >= 5 x concurrency
 DEFAULT_PLATEAU = 0.03  # a step that gains less than 3% in total tok/s is a plateau
 # A stand-in's point that delivered less than this share of what its performance model predicts
@@ -31,25 +33,11 @@ DEFAULT_PLATEAU = 0.03  # a step that gains less than 3% in total tok/s is a pla
 STANDIN_PACE_MIN = 0.75
 
 
-def _positive_int(value: Any) -> int | None:
-    """value as an int when it is a positive integer (bools refused), else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if value > 0 else None
-    if isinstance(value, float) and value.is_integer() and value > 0:
-        return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        number = int(value.strip())
-        return number if number > 0 else None
-    return None
-
-
 def capacity(max_total_num_tokens: Any, input_len: Any, output_len: Any) -> int:
     """Requests that fit in the KV cache at once: floor(tokens / (in + out))."""
-    tokens = _positive_int(max_total_num_tokens)
-    inp = _positive_int(input_len)
-    out = _positive_int(output_len)
+    tokens = positive_int(max_total_num_tokens)
+    inp = positive_int(input_len)
+    out = positive_int(output_len)
     if tokens is None:
         raise ValueError(f"max_total_num_tokens must be a positive integer, got {max_total_num_tokens!r}")
     if inp is None or out is None:
@@ -79,12 +67,12 @@ def resolve_server_args(args: Mapping[str, Any] | None, kv_tokens: Any, request_
         args = {}
     if not isinstance(args, Mapping):
         raise ValueError(f"sglang_server_args (with the profile over it) must be a dict, got {args!r}")
-    request = _positive_int(request_tokens)
+    request = positive_int(request_tokens)
     if request is None:
         raise ValueError(f"sglang_server_auto_request_tokens must be a positive integer, got {request_tokens!r}")
-    tokens = _positive_int(kv_tokens)
+    tokens = positive_int(kv_tokens)
     kv_capacity = None if tokens is None else tokens // request
-    limit = _positive_int(engine_limit)
+    limit = positive_int(engine_limit)
     auto = isinstance(args.get("max-running-requests"), str) and args["max-running-requests"].strip() == "auto"
     if auto and kv_capacity == 0:
         raise ValueError(f"max-running-requests: auto: a KV cache of {tokens} tokens holds no request of "
@@ -110,7 +98,7 @@ def validate_plan(concurrencies: Any, num_prompts: Any = None, input_len: Any = 
     model's context length (None = unknown, not checked).
     """
     if (not isinstance(concurrencies, (list, tuple)) or not concurrencies
-            or any(_positive_int(c) is None or isinstance(c, str)
+            or any(positive_int(c) is None or isinstance(c, str)
                    for c in concurrencies)):
         raise ValueError(
             "sglang_benchmark_concurrencies must be a non-empty list of positive "
@@ -118,10 +106,10 @@ def validate_plan(concurrencies: Any, num_prompts: Any = None, input_len: Any = 
             "e.g. sglang_benchmark_concurrencies: [256, 512, 1024, 2048]")
     for name, value in (("sglang_benchmark_input_len", input_len),
                         ("sglang_benchmark_output_len", output_len)):
-        if value is not None and _positive_int(value) is None:
+        if value is not None and positive_int(value) is None:
             raise ValueError(f"{name} must be a positive number of tokens, got {value!r}")
     if num_prompts is not None:
-        prompts = _positive_int(num_prompts)
+        prompts = positive_int(num_prompts)
         top = max(int(c) for c in concurrencies)
         if prompts is None or prompts < top:
             factor = DEFAULT_PROMPTS_FACTOR

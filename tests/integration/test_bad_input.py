@@ -53,15 +53,17 @@ DEPLOY = {
     "unknown_engine": ({"sglang_engine": "vllm"}, "sglang_engine"),
     "port_out_of_range": ({"sglang_server_args": args(port=70000)}, "port 70000 is out of range: use 1-65535"),
     "port_not_a_number": ({"sglang_server_args": args(port="http")}, "port 'http' is out of range: use 1-65535"),
-    # (the word itself, never the 0 the int filter makes of it)
+    # (the word itself, never the 0 the int filter makes of it: module_utils/multinode.py gpus_per_node)
     "tp_size_not_a_number": ({"sglang_server_args": args(**{"tp-size": "eight"})},
-                             'from sglang_server_args tp-size "eight" x pp-size 1'),
+                             "sglang_server_args tp-size must be a positive integer, got 'eight'"),
     # SGLang's alias of tp-size (server_args.py: "--tensor-parallel-size", "--tp-size") counts as tp-size
     "tp_size_alias_too_many_gpus": ({"sglang_server_args": args(**{"tp-size": None, "tensor-parallel-size": 16})},
                                     "has 8 GPU(s) but the server needs 16 per host (sglang_server_args: "
                                     "tensor-parallel-size 16 x pp-size 1"),
     "tp_size_alias_a_word": ({"sglang_server_args": args(**{"tp-size": None, "tensor-parallel-size": "eight"})},
-                             "tensor-parallel-size 'eight' must be a positive integer (sglang_server_args['tensor-parallel-size'])"),
+                             "sglang_server_args tensor-parallel-size must be a positive integer, got 'eight'"),
+    "required_gpus_a_word": ({"gpu_preflight_required_gpus": "eight"},
+                             'gpu_preflight_required_gpus must be a positive integer (the GPUs each host needs), got "eight"'),
     "arg_and_its_alias": ({"sglang_server_args": args(**{"tensor-parallel-size": 8})},
                           "sglang_server_args sets both 'tp-size' and 'tensor-parallel-size', one arg to SGLang"),
     "args_a_string": ({"sglang_server_args": "tp-size 8"},
@@ -170,8 +172,8 @@ def corrupt_records(tmp_path):
     run = tmp_path / "results" / "corrupt"
     run.mkdir(parents=True)
     plan = subprocess.run(
-        [sys.executable, "-c", "import json,sys; sys.path.insert(0,'module_utils');"
-         "from sweep import plan_signature; print(plan_signature(json.loads(sys.argv[1])))", json.dumps(BENCH_PLAN)],
+        [sys.executable, "-c", "import json,sys,ansible.module_utils; ansible.module_utils.__path__.append('module_utils');"
+         "from ansible.module_utils.sweep import plan_signature; print(plan_signature(json.loads(sys.argv[1])))", json.dumps(BENCH_PLAN)],
         capture_output=True, text=True, cwd=REPO, check=True).stdout.strip()
     (run / "run.json").write_text(json.dumps({"run_id": "corrupt", "plan_signature": plan}))
     (run / "records.jsonl").write_text('{"schema_version": 1}\n{"schema_vers\n{"schema_version": 1}\n')
@@ -269,6 +271,9 @@ SINGLE = {
     "repeats_word": ("benchmark.yml", {}, {"bench_repeats": "two"}, None, "bench_repeats must be an integer, got 'two'"),
     "repeats_zero": ("tune.yml", {}, {"bench_repeats": 0}, None, "bench_repeats must be above 0"),
     "unknown_bench_profile": ("tune.yml", {"bench_profiles": ["baseline", "turbo"]}, {}, None, "unknown profile(s) 'turbo'"),
+    # (the role's argument spec: its choices are bench_client.CLIENT_KINDS, tests/unit/test_bench_client.py)
+    "client_unknown": ("benchmark.yml", {"sglang_benchmark_client": "go"}, {}, None,
+                       "value of sglang_benchmark_client must be one of: python, rust, got: go"),
     "client_location_unknown": ("benchmark.yml", {"sglang_benchmark_client_location": "laptop"}, {}, None,
                                 "sglang_benchmark_client_location must be server, controller or an inventory host"),
     "client_location_yaml_boolean": ("benchmark.yml", {"sglang_benchmark_client_location": False}, {}, None,

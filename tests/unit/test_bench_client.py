@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from ansible.module_utils import bench_client, cli_help
 
-HELP = Path(__file__).resolve().parents[1] / "fixtures" / "bench"
+REPO = Path(__file__).resolve().parents[2]
+HELP = REPO / "tests" / "fixtures" / "bench"
 CLIENTS = [("sglang.bench_serving", "help-0.5.10.post1-bench_serving.txt"),
            ("sglang.benchmark.serving", "help-0.5.23-serving.txt"),
            ("sglang.benchmark.rust_client", "help-0.5.23-rust_client.txt")]
@@ -44,5 +46,20 @@ def test_client_module_per_kind():
     assert bench_client.client_module("rust") == "sglang.benchmark.rust_client"
     assert bench_client.client_module("python", True) == "sglang.benchmark.serving"
     assert bench_client.client_module("python", False) == "sglang.bench_serving"
-    with pytest.raises(ValueError, match="sglang_benchmark_client"):
+    with pytest.raises(ValueError, match="sglang_benchmark_client must be python or rust, got 'go'"):
         bench_client.client_module("go")
+
+
+def test_one_list_of_client_kinds_for_every_check(run_module):
+    """The kinds every check takes are CLIENT_KINDS: the role's argument spec (each entry point
+    with sglang_benchmark_client, Ansible's check of the role's inputs), sglang_bench's argument
+    spec, and the module a kind runs (client_kind_problem)."""
+    import sglang_bench
+    specs = yaml.safe_load((REPO / "roles" / "sglang_benchmark" / "meta" / "argument_specs.yml").read_text())
+    choices = [entry["options"]["sglang_benchmark_client"].get("choices")
+               for entry in specs["argument_specs"].values() if "sglang_benchmark_client" in entry.get("options", {})]
+    assert choices and all(c == list(bench_client.CLIENT_KINDS) for c in choices), choices
+    assert [bench_client.client_kind_problem(kind) for kind in bench_client.CLIENT_KINDS] == [None, None]
+    assert bench_client.client_kind_problem(True) == "sglang_benchmark_client must be python or rust, got True"
+    refused = run_module(sglang_bench, action="argv", client="go")
+    assert refused["rc_exit"] == 1 and "value of client must be one of: python, rust, got: go" in refused["msg"]

@@ -8,6 +8,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import bench_report
 import bench_store
 import pytest
 from ansible.module_utils import search_report, tune_search
@@ -209,7 +210,6 @@ def test_the_progress_line_says_what_ran_the_best_and_the_budget_left(tmp_path):
 def test_the_flags_the_hosts_engine_never_reads_come_from_run_json_and_cost_no_restart(tmp_path):
     """search.yml writes each host's inert flags (sglang_engine_args_info) into run.json before
     the first decision; every decision and the report take them from there."""
-    import jinja2
     _, sim, _ = _sim_and_search("reference.yaml")
     cds = "num-continuous-decode-steps"
     search = search_report.build_search({"dimensions": [{"flag": cds, "values": [4, 8]}]},
@@ -227,10 +227,7 @@ def test_the_flags_the_hosts_engine_never_reads_come_from_run_json_and_cost_no_r
     summary = search_report.search_summary(run, records)
     assert summary["hosts"][0]["skipped"] == stop["decision"]["skipped"]
     assert summary["hosts"][0]["points"] == stop["decision"]["points"]
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(REPO / "templates")), trim_blocks=True,
-                             lstrip_blocks=True, undefined=jinja2.StrictUndefined)
-    env.filters["num"] = lambda v, digits=0: "—" if v is None else f"{v:,.{digits}f}"
-    env.filters["cli"] = lambda d: " ".join(f"--{k} {v}" for k, v in d.items())
+    env = bench_report.report_environment(str(REPO / "templates"))
     text = env.get_template("report-search.md.j2").render(search=summary, search_plot=None)
     assert f"Skipped: `--{cds}` (4, 8), no code of the installed SGLang reads it: no restart is spent on it." in text
     # without the host's entry (a run from before the scan) the dimension is searched
@@ -301,13 +298,9 @@ def test_no_search_no_summary():
 
 
 def test_the_search_section_renders_and_the_pareto_plot_is_a_png(tmp_path):
-    import jinja2
     _, run, records, _ = _searched_run(tmp_path)
     summary = search_report.search_summary(run, records)
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(REPO / "templates")), trim_blocks=True,
-                             lstrip_blocks=True, undefined=jinja2.StrictUndefined)
-    env.filters["num"] = lambda v, digits=0: "—" if v is None else f"{v:,.{digits}f}"
-    env.filters["cli"] = lambda d: " ".join(f"--{k} {v}" for k, v in d.items())
+    env = bench_report.report_environment(str(REPO / "templates"))
     text = env.get_template("report-search.md.j2").render(search=summary, search_plot="search-pareto.png")
     assert "## The tuning search" in text and f"**Best: {summary['best']['name']}**" in text
     for cand in summary["hosts"][0]["candidates"]:

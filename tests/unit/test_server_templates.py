@@ -2,6 +2,7 @@
 model-path, quotes and shell characters in args and env values. The launch script is rendered
 as the role renders it and run (a stand-in server prints what it got), through the journal
 filter when there are secrets."""
+import importlib.util
 import json
 import os
 import subprocess
@@ -17,6 +18,10 @@ REPO = Path(__file__).resolve().parents[2]
 TEMPLATES = REPO / "roles" / "sglang_server" / "templates"
 FILTER = REPO / "roles" / "sglang_server" / "files" / "sglang_log_redact.py"
 API_KEY = "sk-template-key-0123"
+# (the repository's filters, plugins/filter: ansible.cfg's filter_plugins)
+_spec = importlib.util.spec_from_file_location("sglang_rules", REPO / "plugins" / "filter" / "sglang_rules.py")
+sglang_rules = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sglang_rules)
 
 
 def render(name, **variables):
@@ -24,6 +29,7 @@ def render(name, **variables):
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True,
                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     env.filters.update(FilterModule().filters())
+    env.filters.update(sglang_rules.FilterModule().filters())
     return env.get_template(name).render(**variables)
 
 

@@ -27,7 +27,7 @@ def test_a_listener_that_is_not_the_servers_gets_no_key(run_module, recorder):
     finally:
         unit.kill()
         unit.wait()
-    assert got["rc_exit"] == 1 and got["failure_kind"] == "foreign_server"
+    assert got["rc_exit"] == 1 and got["failure_kind"] == "foreign_server" and got["refused"] is True
     assert got["msg"].startswith(f"refused: the server on port {port} is pid {proc.pid}, user ")
     assert f"not process {unit.pid}" in got["msg"] and "max_total_num_tokens" not in got
     assert requests() == []
@@ -44,13 +44,13 @@ def test_a_local_url_needs_the_unit_or_the_pid_and_a_listener(run_module):
     got = run_module(sglang_server_info, url=f"http://127.0.0.1:{free_port()}")
     assert got["rc_exit"] == 1 and got["msg"].startswith("sglang_server_info needs unit")
     got = run_module(sglang_server_info, url=f"http://127.0.0.1:{free_port()}", pid=os.getpid())
-    assert got["rc_exit"] == 1 and got["failure_kind"] == "not_listening"
+    assert got["rc_exit"] == 1 and got["failure_kind"] == "not_listening" and "refused" not in got
 
 
 def test_the_key_does_not_go_over_plain_http_to_another_host_unless_allowed(run_module):
     # (192.0.2.0/24 is TEST-NET-1: nothing answers there; the refusal comes before any connection)
     got = run_module(sglang_server_info, url="http://192.0.2.10:30000", api_key=KEY, timeout=1)
-    assert got["rc_exit"] == 1 and got["failure_kind"] == "key_over_http"
+    assert got["rc_exit"] == 1 and got["failure_kind"] == "key_over_http" and got["refused"] is True
     assert got["msg"].startswith("refused to send the API key to http://192.0.2.10:30000 over plain http")
     assert "sglang_allow_key_over_http: true" in got["msg"] and KEY not in json.dumps(got)
     # Allowed (or without a key): it is tried, and fails only because nothing answers there.
