@@ -833,65 +833,72 @@ ACTIONS = {"validate": action_validate, "plan": action_plan, "store": action_sto
            "startup_failed": action_startup_failed, "files": action_files}
 
 
+# (module level, so that the tests call each action through it: tests/unit/test_bench_store.py)
+ARGUMENT_SPEC = {
+    "action": {"type": "str", "required": True, "choices": list(ACTIONS)},
+    "results_dir": {"type": "path", "required": True},
+    "run_id": {"type": "str"},
+    "plan": {"type": "dict", "default": {}},
+    "concurrencies": {"type": "raw"},
+    "num_prompts": {"type": "raw"},
+    "input_len": {"type": "raw", "default": 128},
+    "output_len": {"type": "raw", "default": 128},
+    "context_len": {"type": "raw"},
+    "repeats": {"type": "raw", "default": 1},
+    "timeout": {"type": "raw"},
+    "plateau_threshold": {"type": "raw"},
+    "stop_on_failure": {"type": "bool", "default": False},
+    "include_over_capacity": {"type": "bool", "default": False},
+    "capacity_point": {"type": "bool", "default": True},
+    "profiles": {"type": "raw", "default": []},
+    "profile": {"type": "raw"},
+    "known_profiles": {"type": "raw", "default": {}},
+    "log_lines": {"type": "raw"},
+    "lease_seconds": {"type": "raw"},
+    "hosts": {"type": "dict", "default": {}},
+    "provenance": {"type": "dict", "default": {}},
+    "play_hosts": PLAY_HOSTS_SPEC,
+    "dry_run": {"type": "bool", "default": False},
+    "entries": {"type": "list", "elements": "dict"},
+    "labels": {"type": "dict", "default": {}},
+    "request_rate": {"type": "raw", "default": "inf"},
+    "backend": {"type": "str", "default": "sglang"},
+    "windows": {"type": "list", "elements": "dict", "default": []},
+    "logs": {"type": "dict", "default": {}},
+    "search": {"type": "dict"},
+    "base_args": {"type": "dict", "default": {}},
+    "host": {"type": "str"},
+    "running": {"type": "dict"},
+    "failed_start": {"type": "dict"},
+    "files": {"type": "dict", "default": {}},
+    "secret_values": {"type": "list", "elements": "str", "default": [], "no_log": True},
+}
+REQUIRED_IF = [("action", "plan", ("run_id", "concurrencies")),
+               ("action", "store", ("run_id", "entries")),
+               ("action", "telemetry", ("run_id",)),
+               ("action", "search", ("run_id", "search", "host")),
+               ("action", "startup_failed", ("run_id", "search", "host", "failed_start")),
+               ("action", "files", ("run_id",))]
+
+
+def run_action(params):
+    """The result of params' action, params as the argument spec made them: the numbers and shapes
+    checked (check_params), the request rate kept as the client got it."""
+    check_params(params)
+    if params["action"] == "validate":  # (a YAML boolean before it becomes the string 'True')
+        _request_rate(params["request_rate"])
+    params["request_rate"] = str(params["request_rate"])
+    return dict({"changed": False}, **ACTIONS[params["action"]](params))
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec={
-            "action": {"type": "str", "required": True, "choices": list(ACTIONS)},
-            "results_dir": {"type": "path", "required": True},
-            "run_id": {"type": "str"},
-            "plan": {"type": "dict", "default": {}},
-            "concurrencies": {"type": "raw"},
-            "num_prompts": {"type": "raw"},
-            "input_len": {"type": "raw", "default": 128},
-            "output_len": {"type": "raw", "default": 128},
-            "context_len": {"type": "raw"},
-            "repeats": {"type": "raw", "default": 1},
-            "timeout": {"type": "raw"},
-            "plateau_threshold": {"type": "raw"},
-            "stop_on_failure": {"type": "bool", "default": False},
-            "include_over_capacity": {"type": "bool", "default": False},
-            "capacity_point": {"type": "bool", "default": True},
-            "profiles": {"type": "raw", "default": []},
-            "profile": {"type": "raw"},
-            "known_profiles": {"type": "raw", "default": {}},
-            "log_lines": {"type": "raw"},
-            "lease_seconds": {"type": "raw"},
-            "hosts": {"type": "dict", "default": {}},
-            "provenance": {"type": "dict", "default": {}},
-            "play_hosts": PLAY_HOSTS_SPEC,
-            "dry_run": {"type": "bool", "default": False},
-            "entries": {"type": "list", "elements": "dict"},
-            "labels": {"type": "dict", "default": {}},
-            "request_rate": {"type": "raw", "default": "inf"},
-            "backend": {"type": "str", "default": "sglang"},
-            "windows": {"type": "list", "elements": "dict", "default": []},
-            "logs": {"type": "dict", "default": {}},
-            "search": {"type": "dict"},
-            "base_args": {"type": "dict", "default": {}},
-            "host": {"type": "str"},
-            "running": {"type": "dict"},
-            "failed_start": {"type": "dict"},
-            "files": {"type": "dict", "default": {}},
-            "secret_values": {"type": "list", "elements": "str", "default": [], "no_log": True},
-        },
-        required_if=[("action", "plan", ("run_id", "concurrencies")),
-                     ("action", "store", ("run_id", "entries")),
-                     ("action", "telemetry", ("run_id",)),
-                     ("action", "search", ("run_id", "search", "host")),
-                     ("action", "startup_failed", ("run_id", "search", "host", "failed_start")),
-                     ("action", "files", ("run_id",))],
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, required_if=REQUIRED_IF, supports_check_mode=True)
     action = module.params["action"]
     os.umask(0o077)  # (results/<run>/ holds raw client output: what this module makes there is the owner's only)
     if module.check_mode and action not in ("validate", "search_spec"):
         module.exit_json(changed=False, skipped=True, msg=f"check mode: action={action} not run")
     try:
-        check_params(module.params)
-        if action == "validate":  # (a YAML boolean before it becomes the string 'True')
-            _request_rate(module.params["request_rate"])
-        module.params["request_rate"] = str(module.params["request_rate"])  # (kept as the client got it)
-        result = dict({"changed": False}, **ACTIONS[action](module.params))
+        result = run_action(module.params)
     except (ValueError, ResultStoreError) as exc:
         module.fail_json(msg=str(exc))
     except OSError as exc:  # (the store names its paths; anything else still gets its file named, not a traceback)

@@ -1,6 +1,7 @@
 """bench_store (controller): validate, plan (the capacity point, resume, a stopped sweep's
 rest), store (the client's record or one for a point not run, the plateau decision), the torn
-tail of a killed writer, telemetry joined into the records."""
+tail of a killed writer, telemetry joined into the records. Each action is called through the
+module's argument spec (store_calls.store_action), as Ansible would call it."""
 from __future__ import annotations
 
 import json
@@ -10,6 +11,7 @@ import bench_report
 import bench_store
 import pytest
 from ansible.module_utils.result_store import ResultStoreError, RunStore
+from store_calls import store_action
 
 VALIDATE = {"concurrencies": [256, 512], "num_prompts": None, "input_len": 128, "output_len": 128,
             "context_len": None, "repeats": 1, "profiles": ["baseline"], "timeout": 3600,
@@ -35,7 +37,7 @@ def store_params(tmp_path, run_id, point, record=None, raw=None, window=None, sk
 
 def store_one(*args, **kwargs):
     """action=store for h1's point: h1's {record, sweep}, and torn."""
-    out = bench_store.action_store(store_params(*args, **kwargs))
+    out = store_action("store", store_params(*args, **kwargs))
     return dict(out["hosts"]["h1"], torn=out["torn"])
 
 
@@ -63,7 +65,7 @@ def ok_record(point, total):
 def test_validate_refuses_bad_input(tmp_path, change, fragment):
     params = {**VALIDATE, "results_dir": str(tmp_path), "run_id": "", **change}
     with pytest.raises((ValueError, ResultStoreError)) as err:
-        bench_store.action_validate(params)
+        store_action("validate", params)
     assert fragment in str(err.value)
 
 
@@ -128,51 +130,51 @@ def test_the_module_takes_a_context_length_as_sglang_does(tmp_path, run_module):
 
 def test_a_refused_resume_names_the_keys_that_differ(tmp_path):
     params = dict(VALIDATE, results_dir=str(tmp_path), run_id="")
-    bench_store.action_plan(plan_params(tmp_path, "r1", provenance={}, plan={"c": [256, 512], "input_len": 128}))
+    store_action("plan", plan_params(tmp_path, "r1", provenance={}, plan={"c": [256, 512], "input_len": 128}))
     with pytest.raises(ValueError) as err:
-        bench_store.action_validate(dict(params, run_id="r1", plan={"c": [256], "input_len": 128, "seed": 2}))
+        store_action("validate", dict(params, run_id="r1", plan={"c": [256], "input_len": 128, "seed": 2}))
     assert (f"bench_run_id r1 already holds a run with a different plan in {tmp_path}/r1 (c: [256, 512] then, "
             "[256] now; seed: not set then, 2 now)") in str(err.value)
 
 
 def test_validate_new_run_and_plan_guard(tmp_path):
     params = dict(VALIDATE, results_dir=str(tmp_path), run_id="")
-    result = bench_store.action_validate(params)
+    result = store_action("validate", params)
     assert result["run_id"] and not result["resuming"]
-    out = bench_store.action_plan(plan_params(tmp_path, "r1", concurrencies=[256, 2048, 3072]))
+    out = store_action("plan", plan_params(tmp_path, "r1", concurrencies=[256, 2048, 3072]))
     assert [(p["max_concurrency"], p["status"]) for p in out["points"]["h1"]] == [
         (256, "planned"), (1935, "planned"), (2048, "planned"), (3072, "over_capacity")]
     assert out["points"]["h1"][0]["num_prompts"] == 1280 and out["points"]["h1"][0]["kv_capacity"] == 1935
     with pytest.raises(ValueError, match="different plan"):
-        bench_store.action_validate(dict(params, run_id="r1", plan={"c": [1]}))
-    assert bench_store.action_validate(dict(params, run_id="r1"))["resuming"]
+        store_action("validate", dict(params, run_id="r1", plan={"c": [1]}))
+    assert store_action("validate", dict(params, run_id="r1"))["resuming"]
 
 
 def test_dry_run_plans_and_writes_nothing(tmp_path):
-    out = bench_store.action_plan(plan_params(tmp_path, "dry", dry_run=True, concurrencies=[256, 512, 1024, 2048]))
+    out = store_action("plan", plan_params(tmp_path, "dry", dry_run=True, concurrencies=[256, 512, 1024, 2048]))
     assert [p["max_concurrency"] for p in out["points"]["h1"]] == [256, 512, 1024, 1935, 2048]
     assert not (tmp_path / "dry").exists()
 
 
 def test_store_appends_at_once_and_resume_skips_done(tmp_path):
     params = plan_params(tmp_path, "r2", repeats=2)
-    points = bench_store.action_plan(params)["points"]["h1"]
+    points = store_action("plan", params)["points"]["h1"]
     assert len(points) == 4
     out = store_one(tmp_path, "r2", points[0], ok_record(points[0], 1400), raw={"jsonl": "{}\n", "txt": "out"})
     lines = (tmp_path / "r2" / "records.jsonl").read_text().splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["raw_path"] == "raw/h1/tuned/c256-r0.jsonl"
     assert out["sweep"]["stop"] is False
-    left = bench_store.action_plan(params)["points"]["h1"]
+    left = store_action("plan", params)["points"]["h1"]
     assert [(p["max_concurrency"], p["repeat"]) for p in left] == [(256, 1), (512, 0), (512, 1)]
     failed = dict(ok_record(left[0], None), status="failed", error="boom")
     store_one(tmp_path, "r2", left[0], failed)
-    assert len(bench_store.action_plan(params)["points"]["h1"]) == 3  # a failed point is run again
+    assert len(store_action("plan", params)["points"]["h1"]) == 3  # a failed point is run again
 
 
 def test_plateau_stop_records_the_rest_as_skipped_and_a_resume_agrees(tmp_path):
     params = plan_params(tmp_path, "r3", concurrencies=[64, 128, 256, 512],
                          hosts={"h1": {"max_total_num_tokens": None, "profile": "tuned"}})
-    points = bench_store.action_plan(params)["points"]["h1"]
+    points = store_action("plan", params)["points"]["h1"]
     totals = {64: 1000, 128: 1800, 256: 1810}
     state = {"stop": False}
     for point in points:
@@ -185,11 +187,11 @@ def test_plateau_stop_records_the_rest_as_skipped_and_a_resume_agrees(tmp_path):
     assert [(r["max_concurrency"], r["status"]) for r in records] == [
         (64, "ok"), (128, "ok"), (256, "ok"), (512, "skipped")]
     assert "plateau" in records[-1]["error"]
-    assert bench_store.action_plan(params)["points"]["h1"] == []  # nothing left to run on resume
+    assert store_action("plan", params)["points"]["h1"] == []  # nothing left to run on resume
     # Interrupted right after the plateau point (no skipped record yet): the resume skips the rest.
     (tmp_path / "r3" / "records.jsonl").write_text(
         "\n".join((tmp_path / "r3" / "records.jsonl").read_text().splitlines()[:3]) + "\n")
-    rest = bench_store.action_plan(params)["points"]["h1"]
+    rest = store_action("plan", params)["points"]["h1"]
     assert [(p["max_concurrency"], p["status"]) for p in rest] == [(512, "skipped")]
     assert "plateau" in rest[0]["skip_reason"]
 
@@ -206,7 +208,7 @@ def sweep_profile(tmp_path, run_id, profile, compared, repeats=3, stop_after=Non
     controller killed after that many points. Returns the points planned."""
     params = plan_params(tmp_path, run_id, concurrencies=[256, 512, 1024, 2048], repeats=repeats,
                          profiles=compared, hosts={"h1": {"max_total_num_tokens": REF_KV, "profile": profile}})
-    points = bench_store.action_plan(params)["points"]["h1"]
+    points = store_action("plan", params)["points"]["h1"]
     state = {"stop": False, "reason": None}
     for index, point in enumerate(points):
         if stop_after is not None and index == stop_after:
@@ -218,7 +220,7 @@ def sweep_profile(tmp_path, run_id, profile, compared, repeats=3, stop_after=Non
                             "finished": 130.0 + index}
         params = store_params(tmp_path, run_id, point)
         params["entries"] = [entry]
-        state = bench_store.action_store(params)["hosts"]["h1"]["sweep"]
+        state = store_action("store", params)["hosts"]["h1"]["sweep"]
     return points
 
 
@@ -271,27 +273,27 @@ def test_a_killed_compare_resumes_to_the_same_records(tmp_path):
 def test_a_later_profile_with_more_kv_plans_the_capacity_point_another_ran(tmp_path):
     params = plan_params(tmp_path, "kv", concurrencies=[256, 2048], profiles=["baseline", "tuned"],
                          hosts={"h1": {"max_total_num_tokens": REF_KV, "profile": "baseline"}})
-    base = bench_store.action_plan(params)["points"]["h1"]
+    base = store_action("plan", params)["points"]["h1"]
     for point in base:
         params_store = store_params(tmp_path, "kv", point, dict(ok_record(point, 1000 + point["max_concurrency"]),
                                                                 profile="baseline"))
         params_store["entries"][0]["labels"]["profile"] = "baseline"
-        bench_store.action_store(params_store)
-    tuned = bench_store.action_plan(dict(params, hosts={"h1": {"max_total_num_tokens": 600000, "profile": "tuned"}}))
+        store_action("store", params_store)
+    tuned = store_action("plan", dict(params, hosts={"h1": {"max_total_num_tokens": 600000, "profile": "tuned"}}))
     assert [p["max_concurrency"] for p in tuned["points"]["h1"]] == [256, 1935, 2048]
 
 
 @pytest.mark.parametrize("bad", ["baseline,tuned", [True], {"baseline": 1}])
 def test_compared_profiles_not_a_list_of_names_is_refused_naming_the_variable(tmp_path, bad):
     with pytest.raises(ValueError, match="sglang_benchmark_compared_profiles"):
-        bench_store.action_plan(plan_params(tmp_path, "bad", profiles=bad))
+        store_action("plan", plan_params(tmp_path, "bad", profiles=bad))
 
 
 def test_one_store_call_records_every_hosts_point_and_answers_each_sweep(tmp_path):
     """point.yml stores the point of every host in one call: each host's record is appended and
     each host gets its own sweep state (h1 plateaus, h2 goes on, h3's sweep had stopped)."""
     hosts = {h: {"max_total_num_tokens": None, "profile": "tuned"} for h in ("h1", "h2", "h3")}
-    points = bench_store.action_plan(plan_params(tmp_path, "f", concurrencies=[64, 128], hosts=hosts))["points"]
+    points = store_action("plan", plan_params(tmp_path, "f", concurrencies=[64, 128], hosts=hosts))["points"]
     totals = {"h1": (1000, 1010), "h2": (1000, 1900)}
     for index in range(2):
         params = store_params(tmp_path, "f", points["h1"][index])
@@ -301,7 +303,7 @@ def test_one_store_call_records_every_hosts_point_and_answers_each_sweep(tmp_pat
             for h in ("h1", "h2")] + [
             {"point": points["h3"][index], "labels": {"host": "h3", "profile": "tuned", "run_id": "f"},
              "run": {"record": None}, "sweep": {"stop": True, "reason": "a failed point"}}]
-        out = bench_store.action_store(params)
+        out = store_action("store", params)
     assert sorted(out["hosts"]) == ["h1", "h2", "h3"]
     assert out["hosts"]["h1"]["sweep"]["stop"] and "plateau" in out["hosts"]["h1"]["sweep"]["reason"]
     assert not out["hosts"]["h2"]["sweep"]["stop"]
@@ -314,11 +316,11 @@ def test_one_store_call_records_every_hosts_point_and_answers_each_sweep(tmp_pat
     # A point with no record that neither was over capacity nor followed a stop is refused, naming it.
     params["entries"] = [{"point": points["h1"][0], "labels": {"host": "h1"}, "run": {}, "sweep": {"stop": False}}]
     with pytest.raises(ValueError, match="h1's point at concurrency 64 has no record"):
-        bench_store.action_store(params)
+        store_action("store", params)
 
 
 def test_over_capacity_point_gets_its_own_record(tmp_path):
-    points = bench_store.action_plan(plan_params(tmp_path, "r4", concurrencies=[2048, 4096]))["points"]["h1"]
+    points = store_action("plan", plan_params(tmp_path, "r4", concurrencies=[2048, 4096]))["points"]["h1"]
     over = points[-1]
     assert over["status"] == "over_capacity"
     out = store_one(tmp_path, "r4", over)
@@ -327,7 +329,7 @@ def test_over_capacity_point_gets_its_own_record(tmp_path):
 
 
 def test_a_torn_tail_is_set_aside_before_the_next_append(tmp_path):
-    points = bench_store.action_plan(plan_params(tmp_path, "r5"))["points"]["h1"]
+    points = store_action("plan", plan_params(tmp_path, "r5"))["points"]["h1"]
     store_one(tmp_path, "r5", points[0], ok_record(points[0], 1000))
     records = tmp_path / "r5" / "records.jsonl"
     with open(records, "a") as handle:
@@ -343,11 +345,11 @@ def test_a_last_record_without_its_newline_is_done_and_kept_on_resume(tmp_path):
     """A hand edit dropped the final newline: the resume does not run the point again, and the
     next append keeps the record (no torn file, no warning that it runs again)."""
     params = plan_params(tmp_path, "r5b")
-    points = bench_store.action_plan(params)["points"]["h1"]
+    points = store_action("plan", params)["points"]["h1"]
     store_one(tmp_path, "r5b", points[0], ok_record(points[0], 1000))
     records = tmp_path / "r5b" / "records.jsonl"
     records.write_bytes(records.read_bytes().rstrip(b"\n"))
-    left = bench_store.action_plan(params)["points"]["h1"]
+    left = store_action("plan", params)["points"]["h1"]
     assert [p["max_concurrency"] for p in left] == [p["max_concurrency"] for p in points[1:]]
     out = store_one(tmp_path, "r5b", left[0], ok_record(left[0], 1500))
     assert out["torn"] is None and not list((tmp_path / "r5b").glob("*.torn-*"))
@@ -363,12 +365,12 @@ def test_a_corrupt_middle_line_names_the_file(tmp_path):
 
 
 def test_telemetry_is_appended_and_joined_into_the_records(tmp_path):
-    points = bench_store.action_plan(plan_params(tmp_path, "r7"))["points"]["h1"]
+    points = store_action("plan", plan_params(tmp_path, "r7"))["points"]["h1"]
     for point in points:
         store_one(tmp_path, "r7", point, ok_record(point, 1000))
     before = (tmp_path / "r7" / "records.jsonl").read_text()
     gpu = [{"index": 0, "power_w_mean": 230.0}]
-    out = bench_store.action_telemetry({"results_dir": str(tmp_path), "run_id": "r7", "logs": {"h1-tuned.log": "line\n"},
+    out = store_action("telemetry", {"results_dir": str(tmp_path), "run_id": "r7", "logs": {"h1-tuned.log": "line\n"},
                                         "windows": [{"host": "h1", "profile": "tuned", "max_concurrency": 512,
                                                      "repeat": 0, "start": 1, "end": 2, "gpu": gpu}]})
     assert out["attached"] == 1
@@ -376,24 +378,24 @@ def test_telemetry_is_appended_and_joined_into_the_records(tmp_path):
     assert [r["gpu"] for r in RunStore(str(tmp_path), "r7").records()] == [None, gpu]
     assert (tmp_path / "r7" / "logs" / "h1-tuned.log").read_text() == "line\n"
     with pytest.raises(ResultStoreError):
-        bench_store.action_telemetry({"results_dir": str(tmp_path), "run_id": "r7", "windows": [], "logs": {"..": "x"}})
+        store_action("telemetry", {"results_dir": str(tmp_path), "run_id": "r7", "windows": [], "logs": {"..": "x"}})
 
 
 def test_a_resumed_plan_returns_what_the_interrupted_sweep_left_to_collect(tmp_path):
     """Points run before the controller was killed keep their window; the resumed plan names the
     ones whose telemetry never came home, and where the profile's log excerpt starts."""
-    bench_store.action_plan(plan_params(tmp_path, "r"))
-    points = bench_store.action_plan(plan_params(tmp_path, "r"))["points"]["h1"]
+    store_action("plan", plan_params(tmp_path, "r"))
+    points = store_action("plan", plan_params(tmp_path, "r"))["points"]["h1"]
     for point, start in zip(points[:2], (1000.5, 1100.0), strict=True):
         store_one(tmp_path, "r", point, ok_record(point, 1000.0 * start), window={"start": start, "end": start + 50})
     RunStore(tmp_path, "r").append_telemetry([{"host": "h1", "profile": "tuned", "max_concurrency": 256,
                                                "repeat": 0, "gpu": [{"index": 0}]}])
-    resumed = bench_store.action_plan(plan_params(tmp_path, "r"))["resumed"]["h1"]
+    resumed = store_action("plan", plan_params(tmp_path, "r"))["resumed"]["h1"]
     assert resumed["log_since"] == 1000
     assert resumed["windows"] == [{"host": "h1", "profile": "tuned", "max_concurrency": 512, "repeat": 0,
                                    "start": 1100.0, "end": 1150.0, "raw_start": 1100.0, "raw_end": 1150.0}]
     # Another profile of the run starts its excerpt at its own sweep.
-    other = bench_store.action_plan(plan_params(tmp_path, "r", hosts={"h1": {"max_total_num_tokens": REF_KV,
+    other = store_action("plan", plan_params(tmp_path, "r", hosts={"h1": {"max_total_num_tokens": REF_KV,
                                                                              "profile": "baseline"}}))
     assert other["resumed"]["h1"]["log_since"] is None
 
@@ -401,22 +403,22 @@ def test_a_resumed_plan_returns_what_the_interrupted_sweep_left_to_collect(tmp_p
 def test_a_resumed_point_is_summarised_over_its_benchmark_run(tmp_path):
     """A record that names its telemetry window (sglang_bench: the client's run, not its process)
     is summarised over it on resume; its raw samples still cover the whole process."""
-    points = bench_store.action_plan(plan_params(tmp_path, "r"))["points"]["h1"]
+    points = store_action("plan", plan_params(tmp_path, "r"))["points"]["h1"]
     record = dict(ok_record(points[0], 1000.0), telemetry_window={
         "start": 1015.2, "end": 1025.4, "seconds": 10.2, "source": "benchmark"})
     store_one(tmp_path, "r", points[0], record, window={"start": 1000.0, "end": 1028.0})
-    resumed = bench_store.action_plan(plan_params(tmp_path, "r"))["resumed"]["h1"]
+    resumed = store_action("plan", plan_params(tmp_path, "r"))["resumed"]["h1"]
     assert resumed["windows"] == [{"host": "h1", "profile": "tuned", "max_concurrency": points[0]["max_concurrency"],
                                    "repeat": 0, "start": 1015.2, "end": 1025.4, "raw_start": 1000.0, "raw_end": 1028.0}]
 
 
 def test_telemetry_keeps_each_points_raw_samples_beside_its_output(tmp_path):
-    points = bench_store.action_plan(plan_params(tmp_path, "r8"))["points"]["h1"]
+    points = store_action("plan", plan_params(tmp_path, "r8"))["points"]["h1"]
     store_one(tmp_path, "r8", points[0], ok_record(points[0], 1000))
     raw = "1000.500|0, 119.51, 0, 0, 435\n1001.000|0, 99.33, 0, 0, 360\n"
     window = {"host": "h1", "profile": "tuned", "max_concurrency": points[0]["max_concurrency"], "repeat": 0,
               "gpu": [{"index": 0, "power_w_mean": 99.33}], "raw": raw}
-    out = bench_store.action_telemetry({"results_dir": str(tmp_path), "run_id": "r8", "windows": [window], "logs": {}})
+    out = store_action("telemetry", {"results_dir": str(tmp_path), "run_id": "r8", "windows": [window], "logs": {}})
     name = f"raw/h1/tuned/c{points[0]['max_concurrency']}-r0.gpu.csv"
     assert out["raw_samples"] == [name] and out["changed"] is True
     assert (tmp_path / "r8" / name).read_text() == raw
@@ -429,10 +431,10 @@ def test_a_host_missing_from_a_sweep_is_marked_and_keeps_facts_it_had(tmp_path):
     the earlier one; a resumed sweep that reaches it replaces the mark."""
     missing = {"missing": "unreachable, or failed before the sweep: no results from this host"}
     hosts = ["h1", "h2", "h3"]
-    bench_store.action_plan(plan_params(tmp_path, "r", provenance={"hosts": {"h1": {"gpu_count": 8}}},
+    store_action("plan", plan_params(tmp_path, "r", provenance={"hosts": {"h1": {"gpu_count": 8}}},
                                         play_hosts={"all": hosts, "active": ["h1"], "rank0": {"h3": False}}))
     assert RunStore(tmp_path, "r").read_run_json()["hosts"] == {"h1": {"gpu_count": 8}, "h2": missing}
-    bench_store.action_plan(plan_params(tmp_path, "r", provenance={"hosts": {"h2": {"gpu_count": 8}}},
+    store_action("plan", plan_params(tmp_path, "r", provenance={"hosts": {"h2": {"gpu_count": 8}}},
                                         play_hosts={"all": hosts, "active": ["h2"], "rank0": {"h3": False}}))
     assert RunStore(tmp_path, "r").read_run_json()["hosts"] == {"h1": {"gpu_count": 8}, "h2": {"gpu_count": 8}}
 
@@ -448,14 +450,14 @@ def test_a_count_with_thousands_separators_is_refused_naming_it():
 def test_store_answers_each_point_s_telemetry_window(tmp_path):
     """The window the GPU telemetry of a point is summarised over: the client's own run when
     sglang_bench gave one, else its process; none for a point whose client did not run."""
-    points = bench_store.action_plan(plan_params(tmp_path, "w", concurrencies=[256, 512, 1024]))["points"]["h1"]
+    points = store_action("plan", plan_params(tmp_path, "w", concurrencies=[256, 512, 1024]))["points"]["h1"]
     params = store_params(tmp_path, "w", points[0], ok_record(points[0], 1400), window={"start": 10.0, "end": 40.0})
-    assert bench_store.action_store(params)["hosts"]["h1"]["windows"] == [
+    assert store_action("store", params)["hosts"]["h1"]["windows"] == [
         {"host": "h1", "profile": "tuned", "max_concurrency": 256, "repeat": 0,
          "start": 10.0, "end": 40.0, "raw_start": 10.0, "raw_end": 40.0}]
     params = store_params(tmp_path, "w", points[1], ok_record(points[1], 1500), window={"start": 50.0, "end": 90.0})
     params["entries"][0]["run"]["window"] = {"start": 65.0, "end": 89.5}
-    (window,) = bench_store.action_store(params)["hosts"]["h1"]["windows"]
+    (window,) = store_action("store", params)["hosts"]["h1"]["windows"]
     assert (window["start"], window["end"], window["raw_start"], window["raw_end"]) == (65.0, 89.5, 50.0, 90.0)
     skipped = store_params(tmp_path, "w", points[2], skip_reason="plateau")
-    assert bench_store.action_store(skipped)["hosts"]["h1"]["windows"] == []
+    assert store_action("store", skipped)["hosts"]["h1"]["windows"] == []

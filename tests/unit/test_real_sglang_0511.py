@@ -14,7 +14,6 @@ import statistics
 from pathlib import Path
 
 import bench_report
-import bench_store
 import gpu_telemetry
 import pytest
 import sglang_bench
@@ -24,6 +23,7 @@ from ansible.module_utils.engine_args import effective_differences
 from ansible.module_utils.nvidia_smi import build_gpu_facts, parse_query_csv, parse_telemetry_csv
 from ansible.module_utils.sglang_api import summarize
 from ansible.module_utils.sglang_log import READY_MESSAGE, LogWatcher, classify_log
+from store_calls import store_action
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real-sglang-0.5.11"
 REPO = REAL.parents[2]
@@ -332,11 +332,11 @@ def test_store_and_report_of_the_ab_runs(tmp_path):
     common = {"results_dir": str(tmp_path), "run_id": "ab", "concurrencies": [64], "num_prompts": 320,
               "input_len": 128, "output_len": 128, "repeats": 3, "plateau_threshold": None}
     plan = {"concurrencies": [64], "num_prompts": 320, "repeats": 3}
-    bench_store.action_validate(dict(common, profiles=["A-cds1", "B-cds8"], context_len=None, timeout=120,
+    store_action("validate", dict(common, profiles=["A-cds1", "B-cds8"], context_len=None, timeout=120,
                                      known_profiles={"A-cds1": {}, "B-cds8": {}}, plan=plan))
     points = {}
     for profile in ("A-cds1", "B-cds8"):
-        planned = bench_store.action_plan(dict(common, plan=plan, dry_run=False,
+        planned = store_action("plan", dict(common, plan=plan, dry_run=False,
                                                provenance={"hosts": {"h200": {"max_total_num_tokens": 3626350}}},
                                                include_over_capacity=False, capacity_point=True,
                                                hosts={"h200": {"max_total_num_tokens": 3626350, "profile": profile}}))
@@ -346,7 +346,7 @@ def test_store_and_report_of_the_ab_runs(tmp_path):
         result = data(f"{stem}.json")["result"]
         run = {"record": dict(result["record"], run_id="ab"), "raw": {"txt": text(f"{stem}.stdout.txt")},
                "started": result["started"], "finished": result["finished"]}
-        bench_store.action_store(dict(common, request_rate="inf", backend="sglang", stop_on_failure=False, entries=[
+        store_action("store", dict(common, request_rate="inf", backend="sglang", stop_on_failure=False, entries=[
             {"point": points[(profile, repeat)], "labels": {"host": "h200", "profile": profile, "run_id": "ab"},
              "run": run, "sweep": {"stop": False, "reason": None}}]))
     bench_report.make_report(str(tmp_path / "ab"), baseline_profile="A-cds1", plots=False,

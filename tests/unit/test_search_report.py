@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import bench_report
-import bench_store
 import pytest
 from ansible.module_utils import search_report, tune_search
 from ansible.module_utils.result_store import RunStore
+from store_calls import store_action
 
 REPO = Path(__file__).resolve().parents[2]
 LANDSCAPES = REPO / "standin" / "sglang_standin" / "landscapes"
@@ -95,7 +95,7 @@ class Driver:
         self.restarts = 0
 
     def ask(self):
-        return bench_store.action_search(dict(self.params, action="search"))
+        return store_action("search", dict(self.params, action="search"))
 
     def run(self, limit=100):
         for _ in range(limit):
@@ -110,7 +110,7 @@ class Driver:
                 self.params["running"] = None
                 failure = self.sim.start_failure(args)
                 if failure:
-                    bench_store.action_startup_failed(dict(self.params, action="startup_failed", failed_start={
+                    store_action("startup_failed", dict(self.params, action="startup_failed", failed_start={
                         "server_args": args, "profile": step["profile"], "failure_kind": failure,
                         "error": "CUDA out of memory", "elapsed_s": 30}))
                     continue
@@ -120,7 +120,7 @@ class Driver:
                       "repeat": step["point"]["repeat"], "max_concurrency": step["point"]["max_concurrency"],
                       "output_throughput": measured["output_throughput"], "ttft_ms": measured["ttft_ms"],
                       "tpot_ms": measured["tpot_ms"], "duration_s": measured["elapsed_s"]}
-            stored = bench_store.action_store(dict(
+            stored = store_action("store", dict(
                 self.params, action="store", plateau_threshold=None, stop_on_failure=False, input_len=128,
                 output_len=128, request_rate="inf", backend="sglang",
                 entries=[{"point": step["point"], "labels": {"host": self.host}, "run": {"record": record},
@@ -240,7 +240,7 @@ def test_run_json_keeps_the_search_in_the_plan_and_a_resume_with_another_is_refu
     params = {"results_dir": str(tmp_path), "run_id": "r1", "host": "gpu-1", "search": search, "running": None,
               "num_prompts": None, "plan": {"concurrencies": [256]},
               "provenance": {"hosts": {"gpu-1": {"gpu_count": 8}}, "profiles": {}}}
-    out = bench_store.action_search(dict(params, action="search"))
+    out = store_action("search", dict(params, action="search"))
     assert out["action"] == "run" and out["profile"] == "base" and out["restart_needed"] is True
     assert out["point"] == {"max_concurrency": 256, "num_prompts": 1280, "over_capacity": False,
                             "capacity_point": False, "status": "planned", "repeat": 0, "kv_capacity": None,
@@ -249,7 +249,7 @@ def test_run_json_keeps_the_search_in_the_plan_and_a_resume_with_another_is_refu
     assert run["plan"]["search"] == json.loads(json.dumps(search))
     other = search_report.build_search({"budget": {"points": 3}}, BASE, [256], 128, 128)
     with pytest.raises(ValueError, match="different plan"):
-        bench_store.action_validate({**params, "search": other, "concurrencies": [256], "input_len": 128,
+        store_action("validate", {**params, "search": other, "concurrencies": [256], "input_len": 128,
                                      "output_len": 128, "repeats": 1, "num_prompts": None})
 
 
@@ -338,17 +338,17 @@ def test_the_report_of_a_search_has_its_section_plot_and_best_profile(tmp_path):
 
 def test_the_launch_script_goes_into_the_run_through_the_store(tmp_path):
     params = {"results_dir": str(tmp_path), "run_id": "r1", "files": {"run_tp8.sh": "#!/usr/bin/env bash\nexec x\n"}}
-    assert bench_store.action_files(params)["written"] == ["run_tp8.sh"]
+    assert store_action("files", params)["written"] == ["run_tp8.sh"]
     assert (tmp_path / "r1" / "run_tp8.sh").read_text() == "#!/usr/bin/env bash\nexec x\n"
-    assert bench_store.action_files(params)["changed"] is False  # (the same content: not rewritten)
+    assert store_action("files", params)["changed"] is False  # (the same content: not rewritten)
     with pytest.raises(Exception, match="not a report file name"):
-        bench_store.action_files(dict(params, files={"records.jsonl": ""}))
+        store_action("files", dict(params, files={"records.jsonl": ""}))
 
 
 def test_a_failed_start_without_its_args_is_refused(tmp_path):
     search = search_report.build_search(None, BASE, [256], 128, 128)
     with pytest.raises(ValueError, match="failed_start.server_args"):
-        bench_store.action_startup_failed({"results_dir": str(tmp_path), "run_id": "r1", "host": "gpu-1",
+        store_action("startup_failed", {"results_dir": str(tmp_path), "run_id": "r1", "host": "gpu-1",
                                            "search": search, "failed_start": {"failure_kind": "oom"}})
 
 
