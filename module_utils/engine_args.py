@@ -80,7 +80,7 @@ def canonical_name(flag: Any) -> str:
 
 
 # SGLang's HTTP port when the args set none: ServerArgs.port = 30000 (0.5.11
-# sglang/srt/server_args.py; 0.5.23 sglang/srt/arg_groups/fields/server.py).
+# sglang/srt/server_args.py:331; 0.5.23 sglang/srt/arg_groups/fields/serving.py:66).
 DEFAULT_PORT = 30000
 
 
