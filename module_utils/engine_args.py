@@ -109,8 +109,9 @@ def server_port(args: Mapping[Any, Any] | None) -> Any:
 
 def server_flags(args: Mapping[Any, Any] | None) -> list[list[str]]:
     """The server args as the command line the launch script runs them with, one flag each: [--name]
-    for true, [--name, v1, v2] for a list (an nargs flag, such as SGLang's --lora-paths or the
-    router's --worker-urls), [--name, value] for any other value (as a string), nothing for false
+    for true, [--name, v1, v2] for a list (an nargs flag, such as SGLang's --lora-paths, nargs="*"
+    in 0.5.11 sglang/srt/server_args.py:5199, or the router's --worker-urls), [--name, value] for
+    any other value (as a string), nothing for false
     and null (no flag: the server's default). Each name as written. The launch script's template
     (roles/sglang_server/templates/run_tp.sh.j2), the router's command line, the report and the
     search's answer build theirs with this function."""
