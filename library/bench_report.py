@@ -18,6 +18,7 @@ from ansible.module_utils.bench_results import (
     energy_figures,
     modelled_figures,
 )
+from ansible.module_utils.controller_step import StepFailed, exit_with_run
 from ansible.module_utils.engine_args import engine_limit, server_command_line
 from ansible.module_utils.fleet import (
     PLAY_HOSTS_SPEC,
@@ -898,37 +899,38 @@ def make_report(results_dir, title="SGLang benchmark report", baseline_profile=N
             "warnings": warnings}
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "results_dir": {"type": "path", "required": True},
-            "run_id": {"type": "str"},
-            "title": {"type": "str", "default": "SGLang benchmark report"},
-            "baseline_profile": {"type": "str"},
-            "template": {"type": "path", "required": True},
-            "plots": {"type": "bool", "default": True},
-            "best_profile_file": {"type": "bool", "default": False},
-            "play_hosts": PLAY_HOSTS_SPEC,
-            "host_errors": {"type": "dict", "default": {}},
-            "compare_runs": {"type": "list", "elements": "str", "default": []},
-            "baseline_run": {"type": "str"},
-        },
-        supports_check_mode=True,
-    )
-    params = module.params
+ARGUMENT_SPEC = {
+    "results_dir": {"type": "path", "required": True},
+    "run_id": {"type": "str"},
+    "title": {"type": "str", "default": "SGLang benchmark report"},
+    "baseline_profile": {"type": "str"},
+    "template": {"type": "path", "required": True},
+    "plots": {"type": "bool", "default": True},
+    "best_profile_file": {"type": "bool", "default": False},
+    "play_hosts": PLAY_HOSTS_SPEC,
+    "host_errors": {"type": "dict", "default": {}},
+    "compare_runs": {"type": "list", "elements": "str", "default": []},
+    "baseline_run": {"type": "str"},
+}
+
+
+def run(params, check_mode=False):
+    """The report's files written (none in check mode), and what the report says."""
     play, errors = params["play_hosts"], params["host_errors"]
     failed = None if play is None else {
         h: str(errors.get(h) or "") for h in failed_hosts(play["all"], play["active"], play["rank0"])}
     try:
         result = make_report(params["results_dir"], params["title"], params["baseline_profile"],
-                             params["template"], params["plots"], module.check_mode,
+                             params["template"], params["plots"], check_mode,
                              params["best_profile_file"], failed, params["run_id"],
                              params["compare_runs"], params["baseline_run"])
     except (ResultStoreError, ValueError, OSError) as exc:
-        module.fail_json(msg=str(exc), results_dir=params["results_dir"])
-    for warning in result.pop("warnings"):
-        module.warn(warning)
-    module.exit_json(**json.loads(dumps_strict(result)))
+        raise StepFailed(str(exc), results_dir=params["results_dir"]) from None
+    return json.loads(dumps_strict(result))
+
+
+def main():
+    exit_with_run(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True), run)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.bench_results import dumps_strict, empty_record, point_record
+from ansible.module_utils.controller_step import StepFailed, exit_with_run
 from ansible.module_utils.engine_args import human_readable_int
 from ansible.module_utils.fleet import PLAY_HOSTS_SPEC, failed_hosts, hosts_with_missing
 from ansible.module_utils.input_problems import (
@@ -891,24 +892,32 @@ def run_action(params):
     return dict({"changed": False}, **ACTIONS[params["action"]](params))
 
 
-def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, required_if=REQUIRED_IF, supports_check_mode=True)
-    action = module.params["action"]
-    os.umask(0o077)  # (results/<run>/ holds raw client output: what this module makes there is the owner's only)
-    if module.check_mode and action not in ("validate", "search_spec"):
-        module.exit_json(changed=False, skipped=True, msg=f"check mode: action={action} not run")
+def run(params, check_mode=False):
+    """run_action's result, none in check mode but validate's and search_spec's; what it makes
+    under results/<run>/ is the owner's only (it holds raw client output)."""
+    action = params["action"]
+    if check_mode and action not in ("validate", "search_spec"):
+        return {"changed": False, "skipped": True, "msg": f"check mode: action={action} not run"}
+    umask = os.umask(0o077)
     try:
-        result = run_action(module.params)
+        result = run_action(params)
     except (ValueError, ResultStoreError) as exc:
-        module.fail_json(msg=str(exc))
+        raise StepFailed(str(exc)) from None
     except OSError as exc:  # (the store names its paths; anything else still gets its file named, not a traceback)
-        module.fail_json(msg=f"bench_store action={action}: {exc.strerror or exc}"
-                             f"{f' ({exc.filename})' if exc.filename else ''}: fix it and run again; the records "
-                             "written so far are kept")
+        raise StepFailed(f"bench_store action={action}: {exc.strerror or exc}"
+                         f"{f' ({exc.filename})' if exc.filename else ''}: fix it and run again; the records "
+                         "written so far are kept") from None
+    finally:
+        os.umask(umask)
     if result.get("torn"):
-        module.warn(f"records.jsonl ended in a torn line (a writer killed mid-append, or a full disk): it was "
-                    f"set aside in {result['torn']} before this record was appended; the point it held runs again")
-    module.exit_json(**result)
+        result["warnings"] = [
+            f"records.jsonl ended in a torn line (a writer killed mid-append, or a full disk): it was set aside in "
+            f"{result['torn']} before this record was appended; the point it held runs again"]
+    return result
+
+
+def main():
+    exit_with_run(AnsibleModule(argument_spec=ARGUMENT_SPEC, required_if=REQUIRED_IF, supports_check_mode=True), run)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.cli_help import unknown_flags
+from ansible.module_utils.controller_step import StepFailed, exit_with_run
 from ansible.module_utils.sweep import resolve_server_args
 
 DOCUMENTATION = r"""
@@ -93,26 +94,29 @@ unknown:
 """
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "args": {"type": "dict", "default": {}},
-            "kv_tokens": {"type": "raw"},
-            "engine_limit": {"type": "raw"},
-            "request_tokens": {"type": "raw", "required": True},
-            "help_text": {"type": "str"},
-            "extra_names": {"type": "list", "elements": "str", "default": []},
-        },
-        supports_check_mode=True,
-    )
-    p = module.params
+ARGUMENT_SPEC = {
+    "args": {"type": "dict", "default": {}},
+    "kv_tokens": {"type": "raw"},
+    "engine_limit": {"type": "raw"},
+    "request_tokens": {"type": "raw", "required": True},
+    "help_text": {"type": "str"},
+    "extra_names": {"type": "list", "elements": "str", "default": []},
+}
+
+
+def run(p, check_mode=False):
+    """The args as the launch script runs them, and the names the server's --help lacks."""
     try:
         result = resolve_server_args(p["args"], p["kv_tokens"], p["request_tokens"], p["engine_limit"])
     except ValueError as exc:
-        module.fail_json(msg=str(exc))
+        raise StepFailed(str(exc)) from None
     unknown = (unknown_flags(list(result["args"]) + p["extra_names"], p["help_text"])
                if p["help_text"] is not None else [])
-    module.exit_json(changed=False, unknown=unknown, **result)
+    return dict(changed=False, unknown=unknown, **result)
+
+
+def main():
+    exit_with_run(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True), run)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.controller_step import StepFailed, exit_with_run
 from ansible.module_utils.multinode import MultinodeError, plan
 
 DOCUMENTATION = r"""
@@ -129,26 +130,28 @@ env:
 """
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "host": {"type": "str", "required": True},
-            "nnodes": {"type": "raw", "default": 1},
-            "nodes": {"type": "list", "elements": "str", "default": []},
-            "server_args": {"type": "dict", "default": {}},
-            "dist_init_port": {"type": "raw"},
-            "addresses": {"type": "dict", "default": {}},
-            "ifnames": {"type": "dict", "default": {}},
-        },
-        supports_check_mode=True,
-    )
-    p = module.params
+ARGUMENT_SPEC = {
+    "host": {"type": "str", "required": True},
+    "nnodes": {"type": "raw", "default": 1},
+    "nodes": {"type": "list", "elements": "str", "default": []},
+    "server_args": {"type": "dict", "default": {}},
+    "dist_init_port": {"type": "raw"},
+    "addresses": {"type": "dict", "default": {}},
+    "ifnames": {"type": "dict", "default": {}},
+}
+
+
+def run(p, check_mode=False):
+    """This host's place in the multi-node server (module_utils/multinode.py plan)."""
     try:
-        result = plan(p["host"], p["nnodes"], p["nodes"], p["server_args"], p["dist_init_port"],
-                      p["addresses"], p["ifnames"])
+        return dict(changed=False, **plan(p["host"], p["nnodes"], p["nodes"], p["server_args"],
+                                          p["dist_init_port"], p["addresses"], p["ifnames"]))
     except MultinodeError as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, **result)
+        raise StepFailed(str(exc)) from None
+
+
+def main():
+    exit_with_run(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True), run)
 
 
 if __name__ == "__main__":

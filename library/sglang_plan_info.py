@@ -131,6 +131,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.bench_client import client_module
+from ansible.module_utils.controller_step import StepFailed, exit_with_run
 from ansible.module_utils.input_problems import separator_problem
 from ansible.module_utils.result_store import ResultStoreError, recorded_kv_tokens
 from ansible.module_utils.sweep import capacity
@@ -229,38 +230,44 @@ def plan(params):
     return out
 
 
-def main():
-    module = AnsibleModule(argument_spec={
-        "action": {"type": "str", "default": "plan", "choices": ["integers", "plan"]},
-        "integers": {"type": "dict", "default": {}},
-        "host": {"type": "str"},
-        "kv_tokens": {"type": "raw"},
-        "results_dir": {"type": "path"},
-        "input_len": {"type": "raw", "default": 128},
-        "output_len": {"type": "raw", "default": 128},
-        "sglang_version": {"type": "str"},
-        "client_python": {"type": "str", "default": ""},
-        "configured_python": {"type": "str", "default": ""},
-        "cache_dir": {"type": "path"},
-        "requirements_dir": {"type": "path"},
-        "client": {"type": "str", "default": "python"},
-        "client_module": {"type": "str", "default": "auto"},
-        "search": {"type": "dict"},
-    }, supports_check_mode=True)
-    params = module.params
+ARGUMENT_SPEC = {
+    "action": {"type": "str", "default": "plan", "choices": ["integers", "plan"]},
+    "integers": {"type": "dict", "default": {}},
+    "host": {"type": "str"},
+    "kv_tokens": {"type": "raw"},
+    "results_dir": {"type": "path"},
+    "input_len": {"type": "raw", "default": 128},
+    "output_len": {"type": "raw", "default": 128},
+    "sglang_version": {"type": "str"},
+    "client_python": {"type": "str", "default": ""},
+    "configured_python": {"type": "str", "default": ""},
+    "cache_dir": {"type": "path"},
+    "requirements_dir": {"type": "path"},
+    "client": {"type": "str", "default": "python"},
+    "client_module": {"type": "str", "default": "auto"},
+    "search": {"type": "dict"},
+}
+
+
+def run(params, check_mode=False):
+    """action=integers: the separator check alone; action=plan: the plan's figures."""
     problems = integer_problems(params["integers"])
     if params["action"] == "plan":
         problems += [p for p in [separator_problem("bench_kv_tokens", params.get("kv_tokens"))] if p]
     if problems:
-        module.fail_json(msg="; ".join(problems) + ". Nothing was run.", problems=problems)
+        raise StepFailed("; ".join(problems) + ". Nothing was run.", problems=problems)
     if params["action"] == "integers":
-        module.exit_json(changed=False, problems=[])
+        return {"changed": False, "problems": []}
     if not params.get("host"):
-        module.fail_json(msg="action=plan needs host")
+        raise StepFailed("action=plan needs host")
     try:
-        module.exit_json(changed=False, **plan(params))
+        return dict(changed=False, **plan(params))
     except (ValueError, ResultStoreError) as exc:
-        module.fail_json(msg=str(exc))
+        raise StepFailed(str(exc)) from None
+
+
+def main():
+    exit_with_run(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True), run)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ and decide the workers the router may front."""
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.input_problems import finish
+from ansible.module_utils.controller_step import exit_with_run, input_result
 from ansible.module_utils.router_inputs import check_router_inputs, worker_candidates, worker_hosts
 
 DOCUMENTATION = r"""
@@ -91,15 +91,18 @@ worker_hosts:
 """
 
 
+def run(params, check_mode=False):
+    """The check's result, with the candidates and their hosts when the settings are sound."""
+    settings = params["settings"]
+    return dict(input_result("router", check_router_inputs(settings)),
+                candidates=worker_candidates(settings), worker_hosts=worker_hosts(settings))
+
+
+ARGUMENT_SPEC = {"settings": {"type": "dict", "required": True}}
+
+
 def main():
-    module = AnsibleModule(argument_spec={"settings": {"type": "dict", "required": True}},
-                           supports_check_mode=True)
-    settings = module.params["settings"]
-    problems = check_router_inputs(settings)
-    if problems:
-        finish(module, "router", problems)
-    module.exit_json(changed=False, problems=[], candidates=worker_candidates(settings),
-                     worker_hosts=worker_hosts(settings))
+    exit_with_run(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True), run)
 
 
 if __name__ == "__main__":

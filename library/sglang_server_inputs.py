@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.input_problems import finish
+from ansible.module_utils.controller_step import exit_with_run, input_result
 from ansible.module_utils.server_inputs import check_server_inputs
 
 DOCUMENTATION = r"""
@@ -128,33 +128,35 @@ problems:
 """
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "args": {"type": "raw"},
-            "profiles": {"type": "raw"},
-            "profile": {"type": "raw", "default": ""},
-            "env": {"type": "raw"},
-            "secrets": {"type": "raw", "no_log": True},
-            "download_env_names": {"type": "list", "elements": "str", "default": []},
-            "api_key_set": {"type": "bool", "default": False},
-            "allow_unauthenticated": {"type": "bool", "default": False},
-            "hf_home": {"type": "str"},
-            "hf_token_set": {"type": "bool", "default": False},
-            "health_timeout": {"type": "raw"},
-            "health_interval": {"type": "raw"},
-            "auto_request_tokens": {"type": "raw"},
-            "unit": {"type": "raw"},
-        },
-        supports_check_mode=True,
-    )
-    p = module.params
-    problems = check_server_inputs(
+ARGUMENT_SPEC = {
+    "args": {"type": "raw"},
+    "profiles": {"type": "raw"},
+    "profile": {"type": "raw", "default": ""},
+    "env": {"type": "raw"},
+    "secrets": {"type": "raw", "no_log": True},
+    "download_env_names": {"type": "list", "elements": "str", "default": []},
+    "api_key_set": {"type": "bool", "default": False},
+    "allow_unauthenticated": {"type": "bool", "default": False},
+    "hf_home": {"type": "str"},
+    "hf_token_set": {"type": "bool", "default": False},
+    "health_timeout": {"type": "raw"},
+    "health_interval": {"type": "raw"},
+    "auto_request_tokens": {"type": "raw"},
+    "unit": {"type": "raw"},
+}
+
+
+def run(p, check_mode=False):
+    """The check's result (module_utils/controller_step.py input_result)."""
+    return input_result("server", check_server_inputs(
         p["args"], p["profiles"], p["env"], p["secrets"], p["health_timeout"], p["health_interval"],
         p["auto_request_tokens"], profile=p["profile"], download_env_names=p["download_env_names"],
         api_key_set=p["api_key_set"], allow_unauthenticated=p["allow_unauthenticated"], hf_home=p["hf_home"],
-        hf_token_set=p["hf_token_set"], unit=p["unit"])
-    finish(module, "server", problems)
+        hf_token_set=p["hf_token_set"], unit=p["unit"]))
+
+
+def main():
+    exit_with_run(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True), run)
 
 
 if __name__ == "__main__":

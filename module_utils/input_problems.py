@@ -1,5 +1,4 @@
-"""How a module that checks a role's inputs ends: one failure listing every problem, each naming
-the variable and the fix, or success with none; and how a message shows a value (shown: a stray
+"""How a check of a role's inputs words its problems: how a message shows a value (shown: a stray
 space visible, a YAML boolean named as one). The rules themselves live with each role's checks
 (module_utils/server_inputs.py, module_utils/router_inputs.py, library/bench_store.py)."""
 from __future__ import annotations
@@ -77,12 +76,3 @@ def yaml_boolean_profile_problem(variable: str, names: list[str]) -> str:
     return (f"{variable} has a profile named {' and '.join(names)}: an unquoted yes/on/true (or no/off/false) "
             "as a name is a YAML boolean, not the word (and yes: and on: become one profile). Quote the "
             'name, e.g. "yes": {...}, and the names that refer to it (sglang_profile, bench_profiles)')
-
-
-def finish(module: Any, subject: str, problems: list[str]) -> None:
-    """Exit the module (an AnsibleModule): fail with "Bad <subject> settings: <problem>; <problem>.
-    Nothing was changed." and the problems when there are any, else succeed unchanged."""
-    if problems:
-        module.fail_json(msg=f"Bad {subject} settings: " + "; ".join(problems) + ". Nothing was changed.",
-                         problems=problems)
-    module.exit_json(changed=False, problems=[])

@@ -4,6 +4,7 @@ run a module in-process as Ansible runs it (the run_module fixture), and answer 
 on a local port (the json_server fixture), and read Prometheus text by sample (the
 prometheus_samples fixture)."""
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -16,6 +17,9 @@ import ansible.module_utils
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+# (the repository's configuration, as make exports it: the plugins loaded by path in tests find
+# theirs, e.g. plugins/action/*.py the controller step, through it)
+os.environ.setdefault("ANSIBLE_CONFIG", str(REPO / "ansible.cfg"))
 FIXTURES = REPO / "tests" / "fixtures"  # real outputs; each folder's README says where from
 if str(REPO / "module_utils") not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(str(REPO / "module_utils"))

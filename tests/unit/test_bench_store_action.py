@@ -1,4 +1,4 @@
-"""roles/sglang_benchmark/action_plugins/bench_store.py: action=store without `entries` reads the
+"""plugins/action/bench_store.py: action=store without `entries` reads the
 point of every host of the play from the hosts' own facts (tasks/point.yml's point fact and
 sglang_bench's result), as the Jinja loop over hostvars it replaced did."""
 import importlib.util
@@ -6,7 +6,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("bench_store_action",
-                                              REPO / "roles" / "sglang_benchmark" / "action_plugins" / "bench_store.py")
+                                              REPO / "plugins" / "action" / "bench_store.py")
 plugin = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(plugin)
 

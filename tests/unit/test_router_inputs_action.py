@@ -1,4 +1,4 @@
-"""roles/sglang_router/action_plugins/sglang_router_inputs.py: a check that names no workers gets
+"""plugins/action/sglang_router_inputs.py: a check that names no workers gets
 the hosts of the workers' group from their inventory variables, as the Jinja loop over hostvars
 it replaced did - sglang_server_nodes unset read as the hosts of the worker's sglang_hosts
 (sglang_servers by default), through Ansible's own inventory_hostnames lookup."""
@@ -10,7 +10,7 @@ from ansible.plugins.loader import lookup_loader
 
 REPO = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("router_inputs_action",
-                                              REPO / "roles" / "sglang_router" / "action_plugins" / "sglang_router_inputs.py")
+                                              REPO / "plugins" / "action" / "sglang_router_inputs.py")
 plugin = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(plugin)
 

@@ -1,14 +1,13 @@
-"""Action plugin for sglang_router_inputs (library/sglang_router_inputs.py): when the call's
+"""Action plugin for sglang_router_inputs (library/sglang_router_inputs.py), a controller step
+(plugins/action/controller_step.py: it runs in the controller's process). When the call's
 settings name no `workers`, the hosts of the workers' group (settings.workers_group) are read here
 from their inventory variables, instead of a Jinja loop over hostvars in the task. Each host as the
 module documents it: its name, sglang_router_worker_address, ansible_host, sglang_server_args.port,
 sglang_server_nnodes (1 unset) and sglang_server_nodes (unset: the hosts of its sglang_hosts, by
-default sglang_servers, as the server role's default reads them), in inventory order. Then the
-module runs as it is."""
+default sglang_servers, as the server role's default reads them), in inventory order."""
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
-from ansible.plugins.loader import lookup_loader
+from ansible.plugins.loader import action_loader, lookup_loader
 
 # The host group of an unset sglang_hosts, as the server role's default of sglang_server_nodes
 # reads it (roles/sglang_server/defaults/main.yml); its defaults are not in another play's hostvars.
@@ -32,11 +31,9 @@ def group_workers(task_vars, group, hosts_of):
     return workers
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
+class ActionModule(action_loader.get("controller_step", class_only=True)):
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
+    def step_args(self, task_vars):
         args = dict(self._task.args)
         settings = dict(args.get("settings") or {})
         if settings.get("workers") is None:
@@ -44,5 +41,4 @@ class ActionModule(ActionBase):
             settings["workers"] = group_workers(task_vars, settings.get("workers_group"),
                                                 lambda pattern: lookup.run([pattern], variables=task_vars))
             args["settings"] = settings
-        result.update(self._execute_module(module_args=args, task_vars=task_vars))
-        return result
+        return args

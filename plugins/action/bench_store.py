@@ -1,4 +1,5 @@
-"""Action plugin for bench_store (library/bench_store.py): what a call on the controller needs of
+"""Action plugin for bench_store (library/bench_store.py), a controller step
+(plugins/action/controller_step.py: it runs in the controller's process). What a call needs of
 every host of the play is read here from the hosts' own facts, instead of a Jinja loop over
 hostvars in the task:
 - action=store without `entries`: the point each host noted (`_sglang_benchmark_point_entry`,
@@ -7,10 +8,10 @@ hostvars in the task:
   profile in this run (tasks/sweep.yml's `_sglang_benchmark_swept`, a host stopped by a failed
   point included), its points' GPU telemetry windows (`_sglang_benchmark_gpu`, gpu_telemetry's)
   and its server log excerpt (`_sglang_benchmark_journal`, sglang_journal's).
-Every other call runs the module as it is."""
+Every other call runs with the task's args as they are."""
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
+from ansible.plugins.loader import action_loader
 
 # (what the store keeps of sglang_bench's result: the record, the raw output, the point's window)
 RUN_KEYS = ("record", "raw", "started", "finished", "window")
@@ -52,16 +53,13 @@ def play_telemetry(task_vars, run_id, profile):
     return windows, logs
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
+class ActionModule(action_loader.get("controller_step", class_only=True)):
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
+    def step_args(self, task_vars):
         args = dict(self._task.args)
         if args.get("action") == "store" and args.get("entries") is None:
             args["entries"] = play_entries(task_vars)
         if args.get("action") == "telemetry" and args.get("profile") and args.get("windows") is None \
                 and args.get("logs") is None:
             args["windows"], args["logs"] = play_telemetry(task_vars, args["run_id"], args.pop("profile"))
-        result.update(self._execute_module(module_args=args, task_vars=task_vars))
-        return result
+        return args

@@ -1,0 +1,63 @@
+"""The controller's steps run in the controller's own process. Each controller module
+(library/bench_store.py, bench_report.py, sglang_plan_info.py, sglang_server_inputs.py,
+sglang_launch_args_info.py, sglang_multinode_info.py) has an action plugin of its name in this
+folder that is this class (bench_store's with the play's facts it gathers): the task's args go
+through the module's ARGUMENT_SPEC as AnsibleModule would check them, and the module's
+run(params, check_mode) gives the result (module_utils/controller_step.py run_with_spec).
+
+Whatever host the task is for, nothing is sent to it and no connection is opened: the step needs
+no delegate_to, interpreter or connection of its own, it reads and writes the controller's files
+as the user running ansible-playbook, and `run_once` or `throttle` say how often it runs. The same
+module still runs as a module (its main()) from ansible-doc's point of view and for ad-hoc use.
+
+A controller plugin imports the project's module_utils as a module does: Ansible gives the
+configured module_utils paths (ansible.cfg module_utils) only to the modules it packs, so they
+are added to ansible.module_utils here, as plugins/filter/sglang_rules.py does."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import ansible.module_utils
+from ansible import constants as C
+
+ansible.module_utils.__path__.extend(
+    path for path in C.DEFAULT_MODULE_UTILS_PATH if path not in ansible.module_utils.__path__)
+
+from ansible.errors import AnsibleError  # noqa: E402
+from ansible.module_utils.controller_step import run_with_spec  # noqa: E402
+from ansible.plugins.action import ActionBase  # noqa: E402
+from ansible.plugins.loader import module_loader  # noqa: E402
+
+
+def module_code(name):
+    """The Python module of controller module `name` (its library/ file), imported once a process."""
+    found = module_loader.find_plugin_with_context(name)
+    if not found.resolved or not found.plugin_resolved_path:
+        raise AnsibleError(f"controller step {name}: no module of that name in the library path")
+    key = f"sglpb_controller_step_{found.plugin_resolved_name.rsplit('.', 1)[-1]}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, found.plugin_resolved_path)
+        code = importlib.util.module_from_spec(spec)
+        sys.modules[key] = code
+        try:
+            spec.loader.exec_module(code)
+        except BaseException:
+            del sys.modules[key]
+            raise
+    return sys.modules[key]
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def step_args(self, task_vars):
+        """The module's arguments: the task's (a subclass adds what it reads from the play)."""
+        return dict(self._task.args)
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        args = self.step_args(task_vars)
+        result.update(run_with_spec(module_code(self._task.action), args, self._task.check_mode))
+        return result
