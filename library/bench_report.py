@@ -45,7 +45,7 @@ DOCUMENTATION = r"""
 module: bench_report
 short_description: Write the report of a benchmark run from its result store
 description:
-  - Runs on the controller (C(delegate_to) localhost, or a localhost play).
+  - Runs on the controller (notes).
     Reads C(run.json) and C(records.jsonl) of one run directory
     (C(results/<run_id>/)) and writes C(results.json), C(results.csv),
     C(report.md) and PNG plots into the same directory.
@@ -118,8 +118,15 @@ options:
       - The play's hosts as Ansible sees them. The hosts that failed or were unreachable
         (module_utils/fleet.py failed_hosts) are marked missing, each with its reason
         (module_utils/fleet.py missing_reason). They are kept in the run directory as
-        C(failed-hosts.json), so a later re-render without this option (playbooks/report.yml)
-        still marks them; given, it replaces that file (C({}) when every host finished).
+        C(failed-hosts.json), so a later re-render (playbooks/report.yml, C(rerender)) still
+        marks them; given, it replaces that file (C({}) when every host finished).
+  rerender:
+    description:
+      - The run was not swept by this play (playbooks/report.yml re-renders it from its store), so
+        C(play_hosts) and C(host_errors) are not the run's; the failed hosts are the ones the run's
+        last report kept (C(failed-hosts.json)).
+    type: bool
+    default: false
   host_errors:
     description:
       - Per host, what the controller saw fail on it (the message of its failed task), the
@@ -141,9 +148,8 @@ options:
       - The run of C(compare_runs) (or this run, the default) whose C(baseline_profile) (default
         its first profile, first host) is the comparison's baseline column.
     type: str
-author:
-  - sglang-playbooks
 extends_documentation_fragment:
+  - sglpb_controller_step
   - sglpb_play_hosts
 """
 
@@ -154,7 +160,6 @@ EXAMPLES = r"""
     title: "GLM-5 NVFP4 on 8x RTX PRO 6000: baseline vs tuned"
     baseline_profile: baseline
     template: /path/to/sglang-playbooks/templates/report.md.j2
-  delegate_to: localhost
   run_once: true
 """
 
@@ -911,13 +916,14 @@ ARGUMENT_SPEC = {
     "host_errors": {"type": "dict", "default": {}},
     "compare_runs": {"type": "list", "elements": "str", "default": []},
     "baseline_run": {"type": "str"},
+    "rerender": {"type": "bool", "default": False},
 }
 
 
 def run(params, check_mode=False):
     """The report's files written (none in check mode), and what the report says."""
     play, errors = params["play_hosts"], params["host_errors"]
-    failed = None if play is None else {
+    failed = None if play is None or params["rerender"] else {
         h: str(errors.get(h) or "") for h in failed_hosts(play["all"], play["active"], play["rank0"])}
     try:
         result = make_report(params["results_dir"], params["title"], params["baseline_profile"],

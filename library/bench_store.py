@@ -43,7 +43,7 @@ DOCUMENTATION = r"""
 module: bench_store
 short_description: Check, plan and record a benchmark sweep in the controller's result store
 description:
-  - Runs on the controller (C(delegate_to) localhost). The result store is
+  - Runs on the controller (notes). The result store is
     C(<results_dir>/<run_id>/) (module_utils/result_store.py); this module and bench_report are
     its only writers, through RunStore, and records are only ever appended.
   - C(action=validate) checks a sweep's inputs before anything runs - concurrencies, lengths,
@@ -261,9 +261,8 @@ options:
     type: list
     elements: str
     default: []
-author:
-  - sglang-playbooks
 extends_documentation_fragment:
+  - sglpb_controller_step
   - sglpb_play_hosts
 """
 
@@ -275,7 +274,6 @@ EXAMPLES = r"""
     run_id: "{{ run_id }}"
     concurrencies: [256, 512, 1024, 2048]
     hosts: {gpu-1: {max_total_num_tokens: 495488, profile: tuned}}
-  delegate_to: localhost
   register: planned
 
 - name: Append a point's records (every host's, in one call) and learn whether each sweep goes on
@@ -287,7 +285,6 @@ EXAMPLES = r"""
       - {point: "{{ planned.points['gpu-1'][0] }}", labels: {host: gpu-1, profile: tuned, run_id: "{{ run_id }}"},
          run: "{{ client_run }}", sweep: {stop: false, reason: null}}
     plateau_threshold: 0.03
-  delegate_to: localhost
   run_once: true
   register: stored
 """

@@ -49,8 +49,8 @@ options:
     type: list
     elements: str
     default: []
-author:
-  - sglang-playbooks
+extends_documentation_fragment:
+  - sglpb_controller_step
 """
 
 EXAMPLES = r"""

@@ -44,15 +44,20 @@ options:
     description: Port of rank 0 the other nodes connect to, C(sglang_server_dist_init_port).
     type: raw
   addresses:
-    description: Node -> the address the other nodes reach it at (rank 0's is used).
+    description:
+      - Node -> the address the other nodes reach it at (rank 0's is used). The action plugin
+        reads it from each node's facts where the task gives neither this nor C(ifnames),
+        C(sglang_server_dist_init_host), else its default route's address.
     type: dict
     default: {}
   ifnames:
-    description: Node -> its inter-node network interface (C(NCCL_SOCKET_IFNAME), C(GLOO_SOCKET_IFNAME)).
+    description:
+      - Node -> its inter-node network interface (C(NCCL_SOCKET_IFNAME), C(GLOO_SOCKET_IFNAME));
+        read as C(addresses) is, C(sglang_server_socket_ifname) else the default route's interface.
     type: dict
     default: {}
-author:
-  - sglang-playbooks
+extends_documentation_fragment:
+  - sglpb_controller_step
 """
 
 EXAMPLES = r"""
@@ -65,7 +70,6 @@ EXAMPLES = r"""
     dist_init_port: 50000
     addresses: {gpu-a: 10.0.0.11, gpu-b: 10.0.0.12}
     ifnames: {gpu-a: ens7, gpu-b: ens7}
-  delegate_to: localhost
   register: node
 """
 

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 module: sglang_plan_info
 short_description: The KV figure, the client venv and the search's first candidates of a plan made without the hosts
 description:
-  - Runs on the controller (playbooks/plan.yml delegates it to localhost); it never contacts a host.
+  - Runs on the controller (notes); it never contacts a host.
   - C(action=integers) refuses a whole number written with thousands separators (C(495,488), C(495_488),
     C(495 488)) in any of C(integers), naming the variable and the number to write
     (module_utils/input_problems.py separator_problem).
@@ -78,7 +78,8 @@ options:
   search:
     description: The tuning search as bench_store action=search_spec built it; omitted for none.
     type: dict
-author: sglang-playbooks
+extends_documentation_fragment:
+  - sglpb_controller_step
 """
 
 EXAMPLES = r"""
@@ -89,7 +90,6 @@ EXAMPLES = r"""
     results_dir: "{{ sglang_benchmark_results_dir }}"
     sglang_version: "{{ sglang_version }}"
     cache_dir: "{{ playbook_dir }}/../.cache"
-  delegate_to: localhost
 """
 
 RETURN = r"""

@@ -12,7 +12,7 @@ DOCUMENTATION = r"""
 module: sglang_router_inputs
 short_description: Check the SGLang router role's inputs and list its candidate workers
 description:
-  - Runs anywhere (the role runs it on the controller). Fails with every problem found, each
+  - Runs on the controller (notes). Fails with every problem found, each
     naming the variable and the fix; changes nothing.
   - Refuses what smg would refuse at start (a bad port, the metrics on the router's port), a flag in C(sglang_router_extra_args) that the role sets itself or that
     looks secret (it would be on the command line), no workers at all, a router open to the
@@ -40,8 +40,8 @@ options:
         the sglang_router role's action plugin reads them from the hosts of C(workers_group).
     type: dict
     required: true
-author:
-  - sglang-playbooks
+extends_documentation_fragment:
+  - sglpb_controller_step
 """
 
 EXAMPLES = r"""
@@ -63,7 +63,6 @@ EXAMPLES = r"""
       host: "{{ sglang_router_host }}"
       has_api_key: "{{ sglang_router_api_key | length > 0 }}"
       allow_unauthenticated: "{{ sglang_router_allow_unauthenticated | bool }}"
-  delegate_to: localhost
   register: checked
 # checked.candidates: [http://10.0.0.11:30000, http://10.1.0.13:30000]
 """

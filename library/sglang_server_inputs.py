@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 module: sglang_server_inputs
 short_description: Check every input of the SGLang server role (names, values, profile, secrets) before a host changes
 description:
-  - Runs anywhere (the roles run it on the controller). Fails with every problem found, each
+  - Runs on the controller (notes). Fails with every problem found, each
     naming the variable and the fix; changes nothing. The rules live in
     module_utils/server_inputs.py; the secrets' rules in module_utils/redact.py.
   - Server-arg names and env names must be safe to render into a shell script and an env file;
@@ -93,8 +93,8 @@ options:
         (C(sglang_server_user), C(sglang_server_home), C(sglang_server_timeout_stop_sec), ...;
         module_utils/server_inputs.py UNIT_SETTINGS); those not given are not checked.
     type: raw
-author:
-  - sglang-playbooks
+extends_documentation_fragment:
+  - sglpb_controller_step
 """
 
 EXAMPLES = r"""
@@ -116,7 +116,6 @@ EXAMPLES = r"""
     unit:
       sglang_server_user: "{{ sglang_server_user }}"
       sglang_server_state_dir: "{{ sglang_server_state_dir }}"
-  delegate_to: localhost
 """
 
 RETURN = r"""

@@ -1,7 +1,10 @@
 """The controller's steps run in the controller's own process. Each controller module
 (library/bench_store.py, bench_report.py, sglang_plan_info.py, sglang_server_inputs.py,
-sglang_launch_args_info.py, sglang_multinode_info.py) has an action plugin of its name in this
-folder that is this class (bench_store's with the play's facts it gathers): the task's args go
+sglang_launch_args_info.py, sglang_multinode_info.py, sglang_router_inputs.py) has an action
+plugin of its name in this folder that is this class, or a subclass that adds to the task's args
+what it reads of the play's hosts (bench_store, bench_report, sglang_multinode_info,
+sglang_router_inputs: no record, provenance or plan is put together in Jinja over hostvars).
+Then the task's args go
 through the module's ARGUMENT_SPEC as AnsibleModule would check them, and the module's
 run(params, check_mode) gives the result (module_utils/controller_step.py run_with_spec).
 
@@ -30,6 +33,16 @@ from ansible.plugins.action import ActionBase  # noqa: E402
 from ansible.plugins.loader import module_loader  # noqa: E402
 
 
+def play_hosts(task_vars):
+    """The play's hosts as Ansible sees them (module_utils/fleet.py PLAY_HOSTS_SPEC): every host,
+    those still in the play, and each host's sglang_server_multinode.is_rank0 (None for a
+    single-node server), for a step to tell which failed (fleet.failed_hosts)."""
+    hostvars = task_vars["hostvars"]
+    every = list(task_vars["ansible_play_hosts_all"])
+    return {"all": every, "active": list(task_vars["ansible_play_hosts"]),
+            "rank0": {host: (hostvars[host].get("sglang_server_multinode") or {}).get("is_rank0") for host in every}}
+
+
 def module_code(name):
     """The Python module of controller module `name` (its library/ file), imported once a process."""
     found = module_loader.find_plugin_with_context(name)
@@ -53,8 +66,12 @@ class ActionModule(ActionBase):
     _requires_connection = False
 
     def step_args(self, task_vars):
-        """The module's arguments: the task's (a subclass adds what it reads from the play)."""
-        return dict(self._task.args)
+        """The module's arguments: the task's, with `play_hosts` read from the play where the
+        module takes it and the task gives none (a subclass adds what else it reads)."""
+        args = dict(self._task.args)
+        if "play_hosts" in module_code(self._task.action).ARGUMENT_SPEC and args.get("play_hosts") is None:
+            args["play_hosts"] = play_hosts(task_vars)
+        return args
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
