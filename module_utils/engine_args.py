@@ -84,6 +84,54 @@ def canonical_name(flag: Any) -> str:
 DEFAULT_PORT = 30000
 
 
+# Which args decide a start's KV pool (the max_total_num_tokens it reports) and the cap on
+# max-running-requests, as SGLang 0.5.11 sizes them (sglang/srt/...; read, not assumed):
+# - the pool: model_executor/model_runner_kv_cache_mixin.py _resolve_memory_pool_config (729-754)
+#   takes the memory left after the weights, `post_model_load_free - pre_model_load_free * (1 -
+#   mem_fraction_static)` (63-65), over the cell size of the model, kv-cache-dtype, tp/pp/dp-size
+#   (mem_cache/pool_configurator.py 122-174), rounded to page-size, at most max-total-tokens
+#   (676-685): every arg may matter but those below;
+# - the cap: _resolve_max_num_reqs (698-717) min(ask // dp, clamp(tokens / context_len x 512,
+#   2048, 4096)): the pool and context-length, never the ask itself;
+# - an unset mem-fraction-static is derived from AUTO_MEM_FRACTION_INPUTS (server_args.py
+#   _handle_gpu_memory_settings, 1434-1488), which do not matter once it is given.
+# KV_POOL_NEUTRAL: the args no code on that path reads (scheduler and logging knobs). The req_to_token
+# pool that max-running-requests sizes comes out of the headroom after the KV pool
+# (mixin 194-277), except for mamba/linear-attention models with speculative decoding or
+# disable-radix-cache (mixin 77-106): there the ask counts. Known gaps, left to the engine's own
+# reports: a model's own buffers sized from chunked-prefill-size (models/minimax_m2.py 408), and
+# SGLang 0.5.23, whose automatic mem-fraction-static also caps the decode CUDA-graph batch at
+# max-running-requests (arg_groups/memory_hook.py 182-188).
+KV_POOL_NEUTRAL = frozenset({MRR, "schedule-policy", "schedule-conservativeness", "stream-interval", "log-level",
+                             "enable-metrics", "num-continuous-decode-steps", "enable-mixed-chunk",
+                             "max-queued-requests"})
+AUTO_MEM_FRACTION_INPUTS = frozenset({"chunked-prefill-size", "max-prefill-tokens", "cuda-graph-max-bs", "cuda-graph-bs",
+                                      "disable-cuda-graph", "disable-piecewise-cuda-graph",
+                                      "piecewise-cuda-graph-max-tokens", "piecewise-cuda-graph-tokens"})
+
+
+def kv_pool_args(args: Mapping[Any, Any] | None) -> dict[str, Any]:
+    """The args (canonical names) that may decide a start's KV pool and the cap on
+    max-running-requests: all but KV_POOL_NEUTRAL, and AUTO_MEM_FRACTION_INPUTS only while
+    mem-fraction-static is unset (with LoRA, cuda-graph-max-bs always: its MoE-LoRA buffers are
+    allocated before the memory is read, model_runner.py 717-723). Two starts whose kv_pool_args
+    are equal get the same pool, so a KV capacity recorded for one holds for the other (the server
+    role's sglang_server_kv_key) and a cap learned from one holds for the other (the tuning
+    search's pool_key)."""
+    canonical = canonical_args(args or {})[0]
+    given = canonical.get("mem-fraction-static") not in (None, "", False)
+    lora = bool(canonical.get("enable-lora") or canonical.get("lora-paths"))
+    mamba_paths = bool(canonical.get("disable-radix-cache") or canonical.get("speculative-algorithm"))
+    out = {}
+    for name, value in canonical.items():
+        if name in KV_POOL_NEUTRAL and not (name == MRR and mamba_paths):
+            continue
+        if given and name in AUTO_MEM_FRACTION_INPUTS and not (lora and name == "cuda-graph-max-bs"):
+            continue
+        out[name] = value
+    return out
+
+
 def args_as_run(args: Mapping[Any, Any] | None, overlay: Mapping[Any, Any] | None = None) -> dict[Any, Any]:
     """The server args as the server runs them: overlay (a profile's, sglang_server_profiles.NAME)
     over args (sglang_server_args). Each arg keeps its place and the name it was written with; an

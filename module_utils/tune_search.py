@@ -24,7 +24,8 @@ The search, a coordinate climb over ordered dimensions:
 3. No candidate runs whose effective args equal those of a configuration already measured:
    the effective args leave out inert flags, and take max-running-requests as the engine ran
    it. Every start reports the limit in effect (a trial's max_running_requests); a start whose
-   ask ran lower teaches the search that cap for its KV pool (the same KV_FLAGS values), and
+   ask ran lower teaches the search that cap for its KV pool (the same engine_args.kv_pool_args:
+   SGLang's own sizing decides which args those are), and
    a later ask at or above the cap counts as the cap (an unset ask as the default a start of
    that pool reported): a candidate that would run as a configuration already measured is
    listed as not run, without a restart. Nothing here knows a release's rule: the engine's
@@ -71,12 +72,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ansible.module_utils.engine_args import canonical_args
+from ansible.module_utils.engine_args import canonical_args, canonical_name, kv_pool_args
 from ansible.module_utils.sweep import capacity, median, plan_points
 
 MRR = "max-running-requests"
 MFS = "mem-fraction-static"
-KV_FLAGS = (MFS, "max-total-tokens", "kv-cache-dtype", "context-length")  # they change the KV pool
 #: Keys a search no longer takes, and why (validate refuses them with the reason).
 REMOVED_KEYS = {
     "decode_steps": "--num-continuous-decode-steps has no effect in SGLang: every release from "
@@ -174,8 +174,9 @@ def config_key(args: Mapping[str, Any]) -> str:
 
 
 def pool_key(args: Mapping[str, Any]) -> str:
-    """What identifies a start's KV pool: its KV_FLAGS values."""
-    return config_key({flag: args.get(flag) for flag in KV_FLAGS})
+    """What identifies a start's KV pool and its cap on max-running-requests: the args that decide
+    them (engine_args.kv_pool_args)."""
+    return config_key(kv_pool_args(args))
 
 
 def _dp(args: Mapping[str, Any]) -> int:
@@ -533,9 +534,8 @@ class _Search:
         (max-running-requests' candidates derive from it), then max-running-requests, then the
         user's others."""
         user = [d["flag"] for d in self.s["dimensions"]]
-        flags = [f for f in user if f in KV_FLAGS]
-        flags += [MRR] if self.s["max_running_requests"] else []
-        return flags + [f for f in user if f not in KV_FLAGS]
+        pool = [f for f in user if canonical_name(f) in kv_pool_args({**self.s["base_args"], f: 1})]
+        return pool + ([MRR] if self.s["max_running_requests"] else []) + [f for f in user if f not in pool]
 
     def order(self) -> list[str]:
         """The dimensions climbed: those whose flag the engine reads."""

@@ -5,6 +5,8 @@ Jinja and the modules follow each rule from its one home:
 - sglang_server_flags(args), sglang_server_command_line(args): the args as the launch script's
   command line, a flag (and its value) each, or one line;
 - sglang_server_port(args): the port the server listens on, SGLang's default when none is set;
+- sglang_kv_pool_args(args): the args that decide the KV pool a start gets (its capacity), by
+  SGLang's own sizing code (module_utils/engine_args.py kv_pool_args);
 - sglang_gpus_per_node(args, nnodes): {gpus_per_node, sized_by}, the GPU ranks each of nnodes
   nodes runs (module_utils/multinode.py), an error naming the variable and the fix when nnodes
   does not divide tp-size x pp-size;
@@ -27,6 +29,7 @@ ansible.module_utils.__path__.extend(
 from ansible.errors import AnsibleFilterError  # noqa: E402
 from ansible.module_utils.engine_args import (  # noqa: E402
     args_as_run,
+    kv_pool_args,
     server_command_line,
     server_flags,
     server_port,
@@ -57,4 +60,5 @@ class FilterModule:
     def filters(self):
         return {"sglang_args_as_run": sglang_args_as_run, "sglang_server_port": server_port,
                 "sglang_server_flags": server_flags, "sglang_server_command_line": server_command_line,
-                "sglang_gpus_per_node": sglang_gpus_per_node, "sglang_loopback": is_loopback}
+                "sglang_gpus_per_node": sglang_gpus_per_node, "sglang_loopback": is_loopback,
+                "sglang_kv_pool_args": kv_pool_args}

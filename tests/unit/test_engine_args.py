@@ -223,3 +223,47 @@ def test_human_readable_int_is_the_one_of_the_releases():
         assert source[line - 1].startswith("def human_readable_int(value: str) -> int:"), release
         body = "\n".join(source[line - 1:line + 35])
         assert 'r"(\\d+(?:\\.\\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)"' in body and '"k": 10**3' in body and '"Ki": 2**10' in body
+
+
+def _sizing_code_0511():
+    """SGLang 0.5.11's code that sizes the KV pool and caps max-running-requests: the memory-pool
+    mixin, the pool configurator, and ServerArgs._handle_gpu_memory_settings (the automatic
+    mem-fraction-static), each as text without comments and docstrings."""
+    import ast
+    srt = Path(package("0.5.11")) / "srt"
+    sizing = [ast.unparse(ast.parse((srt / "model_executor" / name).read_text()))
+              for name in ("model_runner_kv_cache_mixin.py", "pool_configurator.py")]
+    server_args = ast.parse((srt / "server_args.py").read_text())
+    auto = next(node for node in ast.walk(server_args)
+                if isinstance(node, ast.FunctionDef) and node.name == "_handle_gpu_memory_settings")
+    return "\n".join(sizing), ast.unparse(auto)
+
+
+def test_the_kv_pool_rule_is_sglang_0511s_own_sizing_code():
+    """engine_args.kv_pool_args on real code: no arg it leaves out as neutral is read where
+    0.5.11 sizes the pool or derives mem-fraction-static (max-running-requests only for the cap
+    and the mamba state, which the rule names), and every arg it counts only while
+    mem-fraction-static is unset is one that derivation reads."""
+    sizing, auto = _sizing_code_0511()
+    for flag in sorted(engine_args.KV_POOL_NEUTRAL - {"max-running-requests"}):
+        field = flag.replace("-", "_")
+        assert field not in sizing and field not in auto, flag
+    assert "_resolve_max_num_reqs" in sizing and "max_running_requests" in sizing
+    assert "max_running_requests" not in auto
+    read = {flag for flag in engine_args.AUTO_MEM_FRACTION_INPUTS if flag.replace("-", "_") in auto}
+    # (disable-cuda-graph: 0.5.23's derivation reads it, 0.5.11's counts the graphs regardless)
+    assert read == engine_args.AUTO_MEM_FRACTION_INPUTS - {"disable-cuda-graph"}, read
+    for flag in sorted(engine_args.AUTO_MEM_FRACTION_INPUTS):
+        assert flag.replace("-", "_") not in sizing, flag
+
+
+def test_the_args_that_decide_the_kv_pool():
+    args = {"model-path": "m", "tp-size": 8, "mem-fraction-static": 0.9, "chunked-prefill-size": 8192,
+            "max-running-requests": 256, "stream-interval": 8, "schedule-policy": "lpm"}
+    assert engine_args.kv_pool_args(args) == {"model-path": "m", "tp-size": 8, "mem-fraction-static": 0.9}
+    unset = {k: v for k, v in args.items() if k != "mem-fraction-static"}
+    assert engine_args.kv_pool_args(unset) == {"model-path": "m", "tp-size": 8, "chunked-prefill-size": 8192}
+    # (an alias is its arg; the ask counts on the mamba state's paths; LoRA's MoE buffers)
+    assert engine_args.kv_pool_args({"tensor-parallel-size": 2}) == {"tp-size": 2}
+    assert "max-running-requests" in engine_args.kv_pool_args({**args, "disable-radix-cache": True})
+    assert "cuda-graph-max-bs" in engine_args.kv_pool_args({**args, "enable-lora": True, "cuda-graph-max-bs": 64})

@@ -74,7 +74,8 @@ def test_the_filters_follow_the_rules_in_a_play_with_the_repositorys_config(tmp_
                   "'gpus': args | sglang_args_as_run(profiles, 'tuned') | sglang_gpus_per_node(2), "
                   "'loopback': ['127.0.0.2', 'LOCALHOST', '::1', '10.0.0.1', 'gpu-a'] | map('sglang_loopback') | list, "
                   "'flags': {'x': true, 'y': ['1', 2]} | sglang_server_flags | flatten, "
-                  "'line': {'x': true, 'y': 'a b'} | sglang_server_command_line"
+                  "'line': {'x': true, 'y': 'a b'} | sglang_server_command_line, "
+                  "'pool': args | combine({'max-running-requests': 64, 'stream-interval': 8}) | sglang_kv_pool_args"
                   "} | to_json }}")
     extra = {"args": {"tp-size": 8, "port": 30001}, "profiles": {"tuned": {"tensor-parallel-size": 4, "port": 30002}}}
     rc, result = debug(tmp_path, expression, extra)
@@ -83,7 +84,8 @@ def test_the_filters_follow_the_rules_in_a_play_with_the_repositorys_config(tmp_
         "args": {"tensor-parallel-size": 4, "port": 30002}, "unknown": extra["args"], "none": extra["args"],
         "not_a_dict": "tp-size 8", "port": 30002, "default_port": DEFAULT_PORT,
         "gpus": {"gpus_per_node": 2, "sized_by": "tensor-parallel-size 4 x pp-size 1"},
-        "loopback": [True, True, True, False, False], "flags": ["--x", "--y", "1", "2"], "line": "--x --y 'a b'"}
+        "loopback": [True, True, True, False, False], "flags": ["--x", "--y", "1", "2"], "line": "--x --y 'a b'",
+        "pool": {"tp-size": 8, "port": 30001}}
 
 
 def test_the_gpus_per_node_filter_fails_with_the_rules_message(tmp_path):

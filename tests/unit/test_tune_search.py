@@ -10,6 +10,9 @@ from ansible.module_utils import tune_search
 
 KV_TOKENS = 1000 * 256  # a KV capacity of 1,000 requests of 128 + 128 tokens
 CPS = "chunked-prefill-size"  # the example dimension of these tests
+# (given, so that CPS leaves the KV pool as it is and max-running-requests is climbed first: an
+# unset mem-fraction-static is derived from chunked-prefill-size, engine_args.kv_pool_args)
+MFS = {"mem-fraction-static": 0.9}
 CDS = "num-continuous-decode-steps"  # a flag SGLang never reads
 
 
@@ -19,7 +22,7 @@ def chunks(*values: int) -> list[dict]:
 
 def throughput_search(**extra) -> dict:
     search = {"objective": {"kind": "throughput", "concurrency": 1200},
-              "base_args": {"max-running-requests": 500, CPS: 4096},
+              "base_args": {"max-running-requests": 500, CPS: 4096, **MFS},
               "dimensions": chunks(2048, 4096, 8192), "input_len": 128, "output_len": 128}
     search.update(extra)
     return search
@@ -54,13 +57,13 @@ def run_to_stop(search: dict, oracle=landscape, limit: int = 40) -> tuple[dict, 
 def test_first_trial_is_the_base_at_the_target_concurrency():
     step = tune_search.next_trial(throughput_search(), [])
     assert step["action"] == "run" and step["restart"] is True
-    assert step["server_args"] == {"max-running-requests": 500, CPS: 4096}
+    assert step["server_args"] == {"max-running-requests": 500, CPS: 4096, **MFS}
     assert step["max_concurrency"] == 1200
     assert step["points"] == 0 and step["restarts"] == 0 and step["best"] is None
 
 
 def test_max_running_requests_candidates_come_from_the_kv_capacity():
-    base = {"max-running-requests": 500, CPS: 4096}
+    base = {"max-running-requests": 500, CPS: 4096, **MFS}
     step = tune_search.next_trial(throughput_search(), [ok(base, 1200, 500.0)])
     assert step["kv_capacity"] == 1000
     assert step["server_args"]["max-running-requests"] == 1000  # at the capacity first
@@ -169,7 +172,7 @@ def test_resuming_gives_the_same_proposals():
 def test_finds_the_peak_with_one_restart_per_candidate():
     stop, trials = run_to_stop(throughput_search())
     # 1200 runs no more than the KV capacity's 1000: within noise, the incumbent stays
-    assert stop["best"]["server_args"] == {"max-running-requests": 1000, CPS: 8192}
+    assert stop["best"]["server_args"] == {"max-running-requests": 1000, CPS: 8192, **MFS}
     entry = next(p for p in stop["path"] if p["candidate"] == "max-running-requests 1200")
     assert entry["verdict"] == "within noise" and entry["vs"] == "max-running-requests 1000"
     configs = [tune_search.config_key(t["server_args"]) for t in trials]
@@ -190,7 +193,7 @@ def test_the_points_budget_stops_with_the_best_so_far():
 
 
 def test_the_minutes_budget_counts_the_trials_elapsed_time():
-    base = {"max-running-requests": 500, CPS: 4096}
+    base = {"max-running-requests": 500, CPS: 4096, **MFS}
     trial = {**ok(base, 1200, 500.0), "elapsed_s": 50.0}
     step = tune_search.next_trial(throughput_search(budget={"minutes": 1}), [trial])
     assert step["action"] == "stop" and step["reason"].startswith("budget:")
@@ -290,15 +293,29 @@ def test_an_ask_at_or_above_a_cap_the_engine_reported_is_not_run_again():
 def test_an_unset_limit_is_the_default_the_engine_reported():
     """Unset, max-running-requests is what the start reported (SGLang's default for that KV
     pool): an explicit ask of the same value is the same server."""
-    search = throughput_search(base_args={CPS: 4096}, dimensions=chunks(4096, 8192))
-    trials = [reported({CPS: 4096}, 1200, 1000.0, 1000, KV_TOKENS)]
+    base = {CPS: 4096, **MFS}
+    search = throughput_search(base_args=base, dimensions=chunks(4096, 8192))
+    trials = [reported(base, 1200, 1000.0, 1000, KV_TOKENS)]
     step = tune_search.next_trial(search, trials)
     # the default, 1000, is the KV capacity: on the axis, so the climb starts from it (up: 1200)
-    assert step["server_args"] == {CPS: 4096, "max-running-requests": 1200}
+    assert step["server_args"] == {**base, "max-running-requests": 1200}
     state = tune_search._Search(tune_search.validate(search), trials)
     state._consume(trials[0])
-    assert state.effective({CPS: 4096}) == state.effective({CPS: 4096, "max-running-requests": 1000})
-    assert state.measured_twin({CPS: 4096, "max-running-requests": 1000}) == {CPS: 4096}
+    assert state.effective(base) == state.effective({**base, "max-running-requests": 1000})
+    assert state.measured_twin({**base, "max-running-requests": 1000}) == base
+
+
+def test_without_mem_fraction_static_the_chunk_sizes_the_pool_and_is_climbed_first():
+    """SGLang derives an unset mem-fraction-static from chunked-prefill-size (server_args.py
+    _handle_gpu_memory_settings): the chunk then changes the KV pool, so it is climbed before
+    max-running-requests, and a cap one chunk's start reported is not another chunk's."""
+    search = throughput_search(base_args={CPS: 4096}, dimensions=chunks(4096, 8192))
+    assert tune_search._Search(tune_search.validate(search), []).flags() == [CPS, "max-running-requests"]
+    trials = [reported({CPS: 4096}, 1200, 1000.0, 1000, KV_TOKENS)]
+    assert tune_search.next_trial(search, trials)["server_args"] == {CPS: 8192}
+    assert tune_search.pool_key({CPS: 4096}) != tune_search.pool_key({CPS: 8192})
+    assert tune_search.pool_key({CPS: 4096, **MFS}) == tune_search.pool_key({CPS: 8192, **MFS})
+    assert tune_search.pool_key({CPS: 4096, **MFS}) == tune_search.pool_key({CPS: 4096, **MFS, "stream-interval": 8})
 
 
 LANDSCAPES = sorted((Path(__file__).resolve().parents[2] / "standin" / "sglang_standin" / "landscapes").glob("*.yaml"))
