@@ -8,6 +8,7 @@ from ansible.module_utils import host_command
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.nvidia_smi import (
     NVIDIA_SMI_HANG_HINT,
+    NVIDIA_SMI_SPEC,
     QUERY_ARGS,
     build_gpu_facts,
     cuda_lanes,
@@ -18,6 +19,8 @@ DOCUMENTATION = r"""
 ---
 module: gpu_facts
 short_description: Gather NVIDIA GPU facts (count, driver, CUDA, memory, topology, P2P)
+author: sglang-playbooks
+extends_documentation_fragment: [sglpb_nvidia_smi, sglpb_command_deadline]
 description:
   - Runs C(nvidia-smi --query-gpu=... --format=csv), C(nvidia-smi), C(nvidia-smi topo -m)
     and C(nvidia-smi topo -p2p r), reads C(/proc/driver/nvidia/version) and returns
@@ -58,16 +61,6 @@ options:
         newer than the table.
     type: dict
     default: {}
-  command_deadline:
-    description:
-      - Seconds each nvidia-smi call may take before it is stopped and the module fails saying so.
-        A GPU that has fallen off the bus makes nvidia-smi hang in the kernel.
-    type: int
-    default: 60
-author:
-  - sglang-playbooks
-extends_documentation_fragment:
-  - sglpb_nvidia_smi
 """
 
 EXAMPLES = r"""
@@ -199,7 +192,8 @@ def has_infiniband(path):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            nvidia_smi=dict(type="str", default="nvidia-smi"),
+            **NVIDIA_SMI_SPEC,
+            **host_command.COMMAND_DEADLINE_SPEC,
             query_csv_path=dict(type="path"),
             banner_path=dict(type="path"),
             topo_path=dict(type="path"),
@@ -207,14 +201,11 @@ def main():
             driver_version_path=dict(type="path", default="/proc/driver/nvidia/version"),
             infiniband_path=dict(type="path", default="/sys/class/infiniband"),
             min_driver=dict(type="dict", default={}),
-            command_deadline=dict(type="int", default=60),
         ),
         supports_check_mode=True,
     )
     params = module.params
-    deadline_problem = host_command.deadline_error(params["command_deadline"])
-    if deadline_problem:
-        module.fail_json(msg=deadline_problem)
+    host_command.checked_deadline(module)
     try:
         min_driver_table(params["min_driver"])
     except ValueError as exc:

@@ -19,12 +19,14 @@ from ansible.module_utils.gpu_health import (
     parse_xid,
     tests_not_run_reason,
 )
-from ansible.module_utils.nvidia_smi import NVIDIA_SMI_HANG_HINT
+from ansible.module_utils.nvidia_smi import NVIDIA_SMI_HANG_HINT, NVIDIA_SMI_SPEC
 
 DOCUMENTATION = r"""
 ---
 module: gpu_health
 short_description: Health findings of a GPU host (P2P, NCCL, PCIe, BAR1, persistence, ECC, shm, Xid, NUMA)
+author: sglang-playbooks
+extends_documentation_fragment: [sglpb_nvidia_smi, sglpb_command_deadline]
 description:
   - Judges the results of the gpu_preflight role's GPU self-test (C(files/gpu_selftest.py), its
     P2P copies and NCCL all-reduce) and reads the host itself - C(nvidia-smi -q) (PCIe link
@@ -89,17 +91,6 @@ options:
     description: Return only the P2P verdict (for the NCCL settings before the all-reduce).
     type: bool
     default: false
-  command_deadline:
-    description:
-      - Seconds each command it runs (C(nvidia-smi -q), C(dmesg), C(journalctl -k), C(df)) may
-        take before it is stopped and its check reported as not read. A GPU that has fallen off
-        the bus makes nvidia-smi hang in the kernel.
-    type: int
-    default: 60
-author:
-  - sglang-playbooks
-extends_documentation_fragment:
-  - sglpb_nvidia_smi
 """
 
 EXAMPLES = r"""
@@ -182,7 +173,8 @@ def _kernel_log(module, path, deadline):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            nvidia_smi=dict(type="str", default="nvidia-smi"),
+            **NVIDIA_SMI_SPEC,
+            **host_command.COMMAND_DEADLINE_SPEC,
             smi_q_path=dict(type="path"),
             kernel_log_path=dict(type="path"),
             shm_path=dict(type="path", default="/dev/shm"),
@@ -195,15 +187,11 @@ def main():
             test_recorded_dir=dict(type="str", default=""),
             test_python=dict(type="str", default=""),
             only_p2p=dict(type="bool", default=False),
-            command_deadline=dict(type="int", default=60),
         ),
         supports_check_mode=True,
     )
     params = module.params
-    deadline_problem = host_command.deadline_error(params["command_deadline"])
-    if deadline_problem:
-        module.fail_json(msg=deadline_problem)
-    deadline = params["command_deadline"]
+    deadline = host_command.checked_deadline(module)
     gpus = params["gpus"]
     count = int(gpus.get("count") or 0)
     p2p = p2p_result(_selftest(module, params["p2p_test"], "p2p"), count)

@@ -13,7 +13,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.energy import window_energy
 from ansible.module_utils.lease import renew as lease_renew
-from ansible.module_utils.nvidia_smi import parse_telemetry_csv, telemetry_argv
+from ansible.module_utils.nvidia_smi import NVIDIA_SMI_SPEC, parse_telemetry_csv, telemetry_argv
 
 DOCUMENTATION = r"""
 ---
@@ -276,7 +276,7 @@ def main():
         argument_spec={
             "state": {"type": "str", "default": "window", "choices": ["started", "window", "stopped"]},
             "path": {"type": "path", "default": "/run/sglang-playbooks/gpu-telemetry.csv"},
-            "nvidia_smi": {"type": "str", "default": "nvidia-smi"},
+            **NVIDIA_SMI_SPEC,
             "interval_ms": {"type": "int", "default": 1000},
             "start": {"type": "float"},
             "end": {"type": "float"},

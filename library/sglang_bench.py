@@ -48,6 +48,7 @@ DOCUMENTATION = r"""
 ---
 module: sglang_bench
 short_description: Run one SGLang benchmark point with SGLang's own client
+author: sglang-playbooks
 description:
   - Runs where the benchmark client runs - the server host by default, the controller or a
     client host. The controller-side steps of a sweep (plan, store, resume) are bench_store's.
@@ -210,8 +211,6 @@ options:
     type: list
     elements: path
     default: []
-author:
-  - sglang-playbooks
 """
 
 EXAMPLES = r"""

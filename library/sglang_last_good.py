@@ -9,6 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: sglang_last_good
 short_description: Keep the SGLang server's last good configuration on its host, or put it back
+author: sglang-playbooks
 description:
   - C(state=saved) (after a start that passed the health wait) copies the configuration files -
     the launch script, the systemd unit - into C(store) (root only) with a manifest of their
@@ -44,8 +45,6 @@ options:
     type: list
     elements: path
     default: []
-author:
-  - sglang-playbooks
 """
 
 EXAMPLES = r"""

@@ -38,6 +38,11 @@ def _key(doc: str, *, optional: bool = False) -> Any:
     return field(default=None, metadata={"doc": doc, "optional": optional})
 
 
+def _optional(doc: str) -> Any:
+    """A key only the records a caller sets it on have."""
+    return _key(doc, optional=True)
+
+
 @dataclass
 class Record:
     """One point's result: one line of records.jsonl."""
@@ -76,45 +81,41 @@ class Record:
     itl_ms: dict | None = _key("inter-token latency, as `ttft_ms`")
     e2e_ms: dict | None = _key("end-to-end latency, as `ttft_ms`")
     # (optional: only the records a caller sets them on)
-    error: str | None = _key("why the point failed or was not run", optional=True)
-    raw_path: str | None = _key("the point's raw client output, relative to the run directory", optional=True)
-    server_args: dict | None = _key("the server args the point ran against", optional=True)
-    standin: bool | None = _key("`true`: the numbers come from the stand-in engine, not a GPU", optional=True)
-    started: float | None = _key("the client process's start, epoch seconds on the client's host", optional=True)
-    finished: float | None = _key("the client process's end, epoch seconds on the client's host", optional=True)
-    telemetry_window: dict | None = _key(
+    error: str | None = _optional("why the point failed or was not run")
+    raw_path: str | None = _optional("the point's raw client output, relative to the run directory")
+    server_args: dict | None = _optional("the server args the point ran against")
+    standin: bool | None = _optional("`true`: the numbers come from the stand-in engine, not a GPU")
+    started: float | None = _optional("the client process's start, epoch seconds on the client's host")
+    finished: float | None = _optional("the client process's end, epoch seconds on the client's host")
+    telemetry_window: dict | None = _optional(
         "`{start, end, seconds, source}`: the interval the point's GPU telemetry covers, `benchmark` (the "
-        "client's own run) or `client` (the whole process, when the client reported no duration)", optional=True)
-    from_stdout: list | None = _key(
+        "client's own run) or `client` (the whole process, when the client reported no duration)")
+    from_stdout: list | None = _optional(
         "the values the client printed but left out of its JSONL, taken from its stdout (`itl_ms.max`: "
         "SGLang's clients print `Max ITL (ms):` and write no `max_itl_ms`); the JSONL wins where both have "
-        "a value", optional=True)
-    standin_pace: float | None = _key(
-        "a stand-in's point: the measured output tok/s over what its model predicts (`/standin/model`)",
-        optional=True)
-    standin_time_scale: float | None = _key(
-        "a stand-in's point: the stand-in's wall seconds per modelled second", optional=True)
-    source_sha256: str | None = _key("an imported record: the sha256 of the saved output it came from",
-                                     optional=True)
-    server_metrics: dict | None = _key(
+        "a value")
+    standin_pace: float | None = _optional(
+        "a stand-in's point: the measured output tok/s over what its model predicts (`/standin/model`)")
+    standin_time_scale: float | None = _optional(
+        "a stand-in's point: the stand-in's wall seconds per modelled second")
+    source_sha256: str | None = _optional("an imported record: the sha256 of the saved output it came from")
+    server_metrics: dict | None = _optional(
         "a measured point: the server's own counters over its `telemetry_window`, from its `/metrics` "
-        "(below)", optional=True)
-    failure_kind: str | None = _key(
-        "a `startup_failed` record: the health wait's kind of failure (`oom`, `port_in_use`, ...)", optional=True)
-    elapsed_s: float | None = _key(
-        "a search's point: its run's seconds, with its server's restart when it came right after one",
-        optional=True)
-    max_total_num_tokens: int | None = _key(
-        "a search's point: the KV capacity in tokens its server reported at start", optional=True)
-    max_running_requests: int | None = _key(
-        "a search's point: the running-request limit its server reported at start", optional=True)
-    gpu: list | None = _key(
+        "(below)")
+    failure_kind: str | None = _optional(
+        "a `startup_failed` record: the health wait's kind of failure (`oom`, `port_in_use`, ...)")
+    elapsed_s: float | None = _optional(
+        "a search's point: its run's seconds, with its server's restart when it came right after one")
+    max_total_num_tokens: int | None = _optional(
+        "a search's point: the KV capacity in tokens its server reported at start")
+    max_running_requests: int | None = _optional(
+        "a search's point: the running-request limit its server reported at start")
+    gpu: list | None = _optional(
         "per-GPU telemetry (`index`, `power_w_mean`, `power_w_max`, `util_pct_mean`, `mem_used_mib_max`, "
-        "`sm_clock_mhz_mean`): kept in telemetry.jsonl, joined back on reading, never in records.jsonl",
-        optional=True)
-    energy: dict | None = _key(
+        "`sm_clock_mhz_mean`): kept in telemetry.jsonl, joined back on reading, never in records.jsonl")
+    energy: dict | None = _optional(
         "the GPUs' energy over the `telemetry_window` (below): kept in telemetry.jsonl, joined back on "
-        "reading, never in records.jsonl", optional=True)
+        "reading, never in records.jsonl")
 
     def to_dict(self) -> dict[str, Any]:
         """The record's keys: every key every record has, and the optional keys that are set."""

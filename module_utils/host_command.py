@@ -13,13 +13,22 @@ import os
 import signal
 import subprocess
 from collections.abc import Sequence
+from typing import Any
+
+# The option of the modules that stop a command at a deadline (gpu_facts, gpu_health; its
+# documentation: plugins/doc_fragments/sglpb_command_deadline.py).
+COMMAND_DEADLINE_SPEC: dict[str, Any] = {"command_deadline": {"type": "int", "default": 60}}
 
 
-def deadline_error(seconds: int) -> str | None:
-    """The message for a deadline a module cannot use, else None."""
+def checked_deadline(module: Any) -> int:
+    """The module's command_deadline (an AnsibleModule's params; plugins/doc_fragments/
+    sglpb_command_deadline.py documents it), after failing the module, naming the variable, when
+    it is below 1 second."""
+    seconds = module.params["command_deadline"]
     if seconds < 1:
-        return f"command_deadline (gpu_preflight_command_deadline) must be at least 1 second, got {seconds}"
-    return None
+        module.fail_json(msg=f"command_deadline (gpu_preflight_command_deadline) must be at least 1 second, "
+                             f"got {seconds}")
+    return seconds
 
 
 def run(argv: Sequence[str], deadline_s: float) -> tuple[int | None, str, str]:

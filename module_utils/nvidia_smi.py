@@ -56,6 +56,9 @@ NVIDIA_SMI_HANG_HINT = ("a GPU may have fallen off the bus or the driver is wedg
                         "log: dmesg | grep Xid); a reboot of the host usually clears it. gpu_preflight_command_deadline "
                         "sets how long nvidia-smi may take")
 
+# The option of every module that runs nvidia-smi (gpu_facts, gpu_health, gpu_telemetry; its
+# documentation: plugins/doc_fragments/sglpb_nvidia_smi.py).
+NVIDIA_SMI_SPEC: dict[str, Any] = {"nvidia_smi": {"type": "str", "default": "nvidia-smi"}}
 QUERY_ARGS = ("--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv")
 
 TELEMETRY_FIELDS = ("index", "power.draw", "utilization.gpu", "memory.used", "clocks.sm")
