@@ -1,42 +1,41 @@
 #!/usr/bin/python
-"""Ansible module (controller): a sweep's inputs, plan, records and telemetry in the result store."""
+"""Ansible module (controller): a sweep's inputs, plan, records and telemetry in the result store
+(the tuning search's decisions: bench_search)."""
 from __future__ import annotations
 
 import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.bench_results import dumps_strict, empty_record, point_record
+from ansible.module_utils.bench_results import dumps_strict, point_record
 from ansible.module_utils.controller_step import StepFailed, exit_with_run
-from ansible.module_utils.engine_args import human_readable_int
-from ansible.module_utils.fleet import PLAY_HOSTS_SPEC, failed_hosts, hosts_with_missing
+from ansible.module_utils.fleet import PLAY_HOSTS_SPEC
 from ansible.module_utils.input_problems import (
-    separator_problem,
+    number_of,
     shown,
+    string_for_list,
     yaml_boolean_names,
     yaml_boolean_profile_problem,
 )
 from ansible.module_utils.redact import redact_text
-from ansible.module_utils.result_store import ResultStoreError, RunStore, different_plan_message, new_run_id
-from ansible.module_utils.search_report import (
-    INERT_KEY,
-    build_search,
-    candidate_name,
-    host_search,
-    max_steps,
-    progress_line,
-    trial_fields,
-    trials_of,
+from ansible.module_utils.result_store import (
+    ResultStoreError,
+    RunStore,
+    compared_profiles,
+    new_run_id,
+    resume_refusal,
+    run_json_content,
 )
+from ansible.module_utils.search_report import trial_fields
 from ansible.module_utils.sweep import (
+    SWEEP_INPUTS_SPEC,
     capacity,
+    check_sweep_numbers,
     compare_concurrencies,
     plan_points,
-    plan_signature,
     sweep_state,
     validate_plan,
 )
-from ansible.module_utils.tune_search import config_key, next_trial
 
 DOCUMENTATION = r"""
 ---
@@ -49,7 +48,8 @@ description:
   - C(action=validate) checks a sweep's inputs before anything runs - concurrencies, lengths,
     num_prompts, repeats, the timeout, the plateau threshold, the request rate, the journal
     lines, the profiles (C(profiles) and C(profile)), a writable result store, a reused run_id
-    with another plan (the message says which keys of the plan differ) - and returns the run_id
+    with another plan (the message says which keys of the plan differ; a tuning search's part,
+    C(plan.search), is bench_search's to check) - and returns the run_id
     (a new one when empty). Every action first checks the numbers and shapes it takes (the
     lengths, num_prompts, the context length, the concurrencies a list), each message naming
     the play's variable, not the module's option.
@@ -70,25 +70,12 @@ description:
   - C(action=telemetry) appends the sweep's GPU telemetry windows (gpu_telemetry's), keeps each
     window's raw samples (its C(raw), the client's whole process) beside the point's client output
     (C(raw/HOST/PROFILE/cC-rR.gpu.csv)) and keeps server log excerpts under the run's C(logs/).
-  - C(action=search_spec) builds the tuning search from C(search) (C(sglang_tune_search)), the
-    inventory's args (C(base_args)), C(concurrencies) and the lengths
-    (module_utils/search_report.py build_search) and returns it checked, with defaults filled.
-  - C(action=search) returns the tuning search's next decision for C(host)
-    (module_utils/tune_search.py next_trial, on the host's records as its trials, with the
-    flags the host's engine never reads, run.json's C(search_inert_flags.<host>), as its
-    C(inert_flags)), the candidate's name, the point to run, whether the server must restart,
-    and the progress line of the last trial. With C(provenance) it first writes or merges
-    C(run.json) (the plan with the search under C(plan.search); C(search_inert_flags) from the
-    provenance).
-  - C(action=startup_failed) appends a C(startup_failed) record (C(failed_start) - the args,
-    the health wait's C(failure_kind), the message) and returns the next decision as
-    C(action=search) does.
   - C(action=files) writes C(files) (name - text) into the run directory (the search's launch script).
 options:
   action:
     description: What to do.
     type: str
-    choices: [validate, plan, store, telemetry, search_spec, search, startup_failed, files]
+    choices: [validate, plan, store, telemetry, files]
     required: true
   results_dir:
     description: The result store on the controller (C(bench_results_dir)).
@@ -101,22 +88,6 @@ options:
     description: What makes two sweeps comparable; its signature guards resumption (validate, plan).
     type: dict
     default: {}
-  concurrencies:
-    description:
-      - The sweep's concurrencies (validate, plan; search_spec - the top is the default target), a
-        list (raw, so that a string such as C("4,8") is refused as one, naming the variable).
-    type: raw
-  num_prompts:
-    description: Requests per point; null = 5 x the concurrency (validate, plan, search). A positive integer.
-    type: raw
-  input_len:
-    description: Input tokens per request (validate, plan, store, search_spec). A positive integer.
-    type: raw
-    default: 128
-  output_len:
-    description: Output tokens per request (validate, plan, store, search_spec). A positive integer.
-    type: raw
-    default: 128
   context_len:
     description:
       - The model's context length when known (validate), C(sglang_server_args['context-length']),
@@ -157,7 +128,9 @@ options:
   profile:
     description:
       - The profile the server runs with, C(sglang_profile) (validate; empty - none); it must be
-        one of C(known_profiles), as the records are labelled with it.
+        one of C(known_profiles), as the records are labelled with it. action=plan - the profile
+        swept (the action plugin files each host's KV capacity in C(hosts) and its args in effect
+        in C(provenance) under it).
     type: raw
   known_profiles:
     description: The profiles the server role defines (validate), C(sglang_server_profiles).
@@ -175,13 +148,13 @@ options:
     default: {}
   provenance:
     description: >-
-      run.json content besides the plan (plan, search); hosts, profiles, profiles_in_effect and
+      run.json content besides the plan (plan); hosts, profiles, profiles_in_effect and
       search_inert_flags are merged on resume.
     type: dict
     default: {}
   play_hosts:
     description:
-      - With C(provenance) (plan, search), the play's hosts as Ansible sees them; each host that
+      - With C(provenance) (plan), the play's hosts as Ansible sees them; each host that
         failed or was unreachable (module_utils/fleet.py failed_hosts) goes into run.json's
         C(hosts) marked C(missing).
   dry_run:
@@ -201,10 +174,6 @@ options:
         max_running_requests, restart_s}), kept in the record with C(elapsed_s).
     type: list
     elements: dict
-  labels:
-    description: action=startup_failed - C(standin) for the record made here.
-    type: dict
-    default: {}
   request_rate:
     description:
       - The client's request rate - a positive number of requests per second, or inf; checked
@@ -226,27 +195,6 @@ options:
     description: action=telemetry - C({file name - text}) written to the run's C(logs/).
     type: dict
     default: {}
-  search:
-    description:
-      - action=search_spec - C(sglang_tune_search) as the inventory gives it; action=validate,
-        search, startup_failed - the search search_spec returned (validate - it becomes part
-        of the plan, so a run_id resumed with another search is refused).
-    type: dict
-  base_args:
-    description: action=search_spec - the inventory's server args (its profile merged), the search's base.
-    type: dict
-    default: {}
-  host:
-    description: action=search, startup_failed - the host whose trials decide.
-    type: str
-  running:
-    description:
-      - action=search - the server args the play last started the host's server with (unset
-        - not started by this play - so the first point restarts it).
-    type: dict
-  failed_start:
-    description: action=startup_failed - C({server_args, profile, failure_kind, error, elapsed_s}).
-    type: dict
   files:
     description: action=files - C({file name - text}) written into the run directory.
     type: dict
@@ -264,6 +212,7 @@ options:
 extends_documentation_fragment:
   - sglpb_controller_step
   - sglpb_play_hosts
+  - sglpb_sweep_inputs
 """
 
 EXAMPLES = r"""
@@ -290,34 +239,6 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-search:
-  description: The search, checked, with defaults filled (search_spec).
-  type: dict
-  returned: action=search_spec
-steps:
-  description: The bound of the driver's loop over decisions (search_spec).
-  type: int
-  returned: action=search_spec
-action:
-  description: The decision - run, repeat, backoff or stop (search, startup_failed).
-  type: str
-  returned: action=search, startup_failed
-decision:
-  description: tune_search.next_trial's whole answer (search, startup_failed).
-  type: dict
-  returned: action=search, startup_failed
-profile:
-  description: The proposed candidate's name, its records' profile (search, startup_failed).
-  type: str
-  returned: action=search, startup_failed
-restart_needed:
-  description: The server must restart with the candidate's args first (search, startup_failed).
-  type: bool
-  returned: action=search, startup_failed
-progress:
-  description: One line on the last trial, the running best and the budget left; null before the first (search).
-  type: str
-  returned: action=search, startup_failed
 run_id:
   description: The run's id.
   type: str
@@ -374,56 +295,6 @@ raw_samples:
 """
 
 
-def _number(value, name, low=None, high=None, integer=False, allow_none=False):
-    """value as a number within (low, high]; ValueError naming the variable otherwise (and the
-    value as given: the word, not the 0 a Jinja int filter would make of it)."""
-    if value is None and allow_none:
-        return None
-    text = str(value).strip()
-    grouped = separator_problem(name, value) if integer else None
-    if grouped:  # (Python's int() would take 495_488 as it is)
-        raise ValueError(grouped)
-    try:
-        if isinstance(value, bool) or value is None:
-            raise ValueError
-        number = int(text) if integer else float(text)
-    except ValueError:
-        kind = "an integer" if integer else "a number"
-        raise ValueError(f"{name} must be {kind}, got {shown(value)}") from None
-    if (low is not None and number <= low) or (high is not None and number > high):
-        raise ValueError(f"{name} must be above {low}{f' and at most {high}' if high is not None else ''}, "
-                         f"got {shown(value)}")
-    return number
-
-
-def _string_for_list(value, variable, example):
-    """The message for a string where a list belongs (-e VAR=4,8 gives the string '4,8')."""
-    return (f"{variable} must be a list, got the string {value!r}: write it as a YAML list, e.g. {variable}: "
-            f"{example}, or on the command line as JSON: -e '{{\"{variable}\": {example}}}'")
-
-
-def check_params(params):
-    """The numbers and shapes every action takes, each failure naming the play's variable (never
-    the module's option, as Ansible's own conversion would); numbers converted in place."""
-    concurrencies = params.get("concurrencies")
-    if isinstance(concurrencies, str):
-        raise ValueError(_string_for_list(concurrencies, "sglang_benchmark_concurrencies", "[256, 512, 1024, 2048]"))
-    for key, variable in (("input_len", "sglang_benchmark_input_len"), ("output_len", "sglang_benchmark_output_len")):
-        params[key] = _number(params.get(key), f"{variable} (tokens per request)", low=0, integer=True)
-    if params.get("num_prompts") in ("", "None", "null"):
-        params["num_prompts"] = None
-    params["num_prompts"] = _number(params.get("num_prompts"), "sglang_benchmark_num_prompts (requests per point; "
-                                    "null for 5 x each concurrency)", low=0, integer=True, allow_none=True)
-    if params.get("context_len") not in (None, ""):
-        try:
-            params["context_len"] = human_readable_int(params["context_len"])
-        except ValueError as exc:
-            raise ValueError(f"sglang_server_args['context-length'] must be a number of tokens as SGLang takes "
-                             f"it (4096, 32k, 32Ki), got {shown(params['context_len'])}: {exc}") from None
-    else:
-        params["context_len"] = None
-
-
 def _request_rate(value):
     """sglang_benchmark_request_rate: a positive number of requests per second, or inf."""
     problem = (f"sglang_benchmark_request_rate must be a positive number of requests per second (e.g. 16), "
@@ -444,7 +315,7 @@ def threshold_of(params):
     value = params.get("plateau_threshold")
     if value in (None, "", False, "null", "None"):
         return None
-    return _number(value, "sglang_benchmark_plateau_threshold (a fraction, e.g. 0.03 for 3%; null never stops)",
+    return number_of(value, "sglang_benchmark_plateau_threshold (a fraction, e.g. 0.03 for 3%; null never stops)",
                    low=0, high=1)
 
 
@@ -461,17 +332,17 @@ def _validate(params):
         raise ValueError(f"sglang_benchmark_concurrencies: {', '.join(map(str, too_many))} is above "
                          f"{MAX_CONCURRENCY} requests in flight; sweep concurrencies the server can hold "
                          "(its KV capacity in requests is the useful top, e.g. [256, 512, 1024, 2048])")
-    _number(params.get("repeats"), "bench_repeats", low=0, integer=True)
+    number_of(params.get("repeats"), "bench_repeats", low=0, integer=True)
     if params.get("timeout") is not None:
-        _number(params["timeout"], "sglang_benchmark_timeout (seconds)", low=0, integer=True)
+        number_of(params["timeout"], "sglang_benchmark_timeout (seconds)", low=0, integer=True)
     if params.get("lease_seconds") is not None:
         # (the controller renews the lease about every second: 2 s or less lapses between two polls)
-        _number(params["lease_seconds"], "sglang_benchmark_lease_seconds (seconds the client runs on once the "
+        number_of(params["lease_seconds"], "sglang_benchmark_lease_seconds (seconds the client runs on once the "
                 "controller is gone, e.g. 15)", low=2, integer=True)
     threshold_of(params)
     _request_rate(params.get("request_rate", "inf"))
     if params.get("log_lines") is not None:
-        _number(params["log_lines"], "sglang_benchmark_log_lines (lines of the server's journal kept per sweep, "
+        number_of(params["log_lines"], "sglang_benchmark_log_lines (lines of the server's journal kept per sweep, "
                 "e.g. 400)", low=0, integer=True)
     _validate_profiles(params)
 
@@ -488,7 +359,7 @@ def _validate_profiles(params):
     names = ", ".join(map(repr, sorted(map(str, known)))) or "none"
     profiles = params.get("profiles") or []
     if isinstance(profiles, str):
-        raise ValueError(_string_for_list(profiles, "bench_profiles", '["baseline", "tuned"]'))
+        raise ValueError(string_for_list(profiles, "bench_profiles", '["baseline", "tuned"]'))
     if not isinstance(profiles, (list, tuple)):
         raise ValueError(f"bench_profiles must be a list of profile names, got {shown(profiles)}")
     for item in profiles:
@@ -515,20 +386,13 @@ def _store(params, run_id=None):
     return RunStore(params["results_dir"], run_id or params["run_id"], create=not params.get("dry_run"))
 
 
-def _plan(params):
-    """The plan; a search's becomes part of it (plan.search), so its signature guards a resume."""
-    plan = dict(params.get("plan") or {})
-    if params.get("search"):
-        plan["search"] = params["search"]
-    return plan
-
-
 def action_validate(params):
     _validate(params)
     store = _store(params, params.get("run_id") or new_run_id())
     existing = store.read_run_json()
-    if existing is not None and existing.get("plan_signature") != plan_signature(_plan(params)):
-        raise ValueError(different_plan_message(store.run_id, store.path, existing, _plan(params)))
+    refused = resume_refusal(store.run_id, store.path, existing, params.get("plan") or {})
+    if refused:
+        raise ValueError(refused)
     if existing is not None:
         store.records()  # a damaged store fails here, naming the file, before anything restarts
     return {"run_id": store.run_id, "run_dir": store.path, "resuming": existing is not None}
@@ -539,16 +403,11 @@ def _profile_names(value):
     if value in (None, "", [], ()):
         return []
     if isinstance(value, str):
-        raise ValueError(_string_for_list(value, "sglang_benchmark_compared_profiles", '["baseline", "tuned"]'))
+        raise ValueError(string_for_list(value, "sglang_benchmark_compared_profiles", '["baseline", "tuned"]'))
     if not isinstance(value, (list, tuple)) or any(not isinstance(p, str) or not p.strip() for p in value):
         raise ValueError(f"sglang_benchmark_compared_profiles must be a list of profile names (tune.yml sets it "
                          f"to bench_profiles), got {shown(value)}")
     return list(dict.fromkeys(value))
-
-
-def compared_profiles(run):
-    """The profiles a run compares (run.json's compared_profiles; [] - none)."""
-    return list((run or {}).get("compared_profiles") or [])
 
 
 def host_points(params, host, info, records, done, compared=()):
@@ -577,25 +436,14 @@ def host_points(params, host, info, records, done, compared=()):
     return points
 
 
-def _provenance(params, plan):
-    """run.json's content: the provenance with the plan, and the play's failed hosts marked missing."""
-    provenance = dict(params.get("provenance") or {}, plan=plan)
-    play = params.get("play_hosts")
-    if play:
-        failed = failed_hosts(play["all"], play["active"], play.get("rank0"))
-        provenance["hosts"] = hosts_with_missing(provenance.get("hosts"), failed)
-    return provenance
-
-
 def action_plan(params):
     store = _store(params)
     compared = _profile_names(params.get("profiles"))
     if not params.get("dry_run"):
-        provenance = _provenance(params, params["plan"])
+        provenance = run_json_content(params.get("provenance"), params["plan"], params.get("play_hosts"))
         if compared:
             provenance["compared_profiles"] = compared
-        if not store.write_run_json(provenance):
-            _merge_run_json(store, provenance)
+        store.keep_provenance(provenance)
         compared = compared_profiles(store.read_run_json()) or compared
     records = store.records()
     done = store.done_points()
@@ -630,23 +478,6 @@ def _telemetry_span(record):
     window = record.get("telemetry_window") or {}
     return {"start": window.get("start", record["started"]), "end": window.get("end", record.get("finished")),
             "raw_start": record["started"], "raw_end": record.get("finished")}
-
-
-def _merge_run_json(store, provenance):
-    """On resume or a further profile, add hosts and profiles (as asked and as they took effect)
-    to run.json; the plan stays."""
-    existing = store.read_run_json()
-    merged = dict(existing)
-    for key in ("hosts", "profiles", "profiles_in_effect", INERT_KEY):
-        merged[key] = dict(existing.get(key) or {}, **(provenance.get(key) or {}))
-    for host, facts in (existing.get("hosts") or {}).items():
-        if "missing" not in facts and "missing" in merged["hosts"][host]:
-            merged["hosts"][host] = facts  # missing from a later sweep only: its facts stay
-    compared = list(dict.fromkeys(compared_profiles(existing) + compared_profiles(provenance)))
-    if compared:
-        merged["compared_profiles"] = compared
-    if merged != existing:
-        store.write_run_json(merged, replace=True)
 
 
 def _write_raw(store, record, suffix, text, secrets=()):
@@ -761,64 +592,6 @@ def action_telemetry(params):
             "raw_samples": samples, "changed": bool(attached or written or samples)}
 
 
-def action_search_spec(params):
-    search = build_search(params.get("search"), params.get("base_args") or {}, params.get("concurrencies") or [],
-                          params["input_len"], params["output_len"])
-    return {"search": json.loads(dumps_strict(search)), "steps": max_steps(search)}
-
-
-def _decide(store, params):
-    """The search's next decision for the host, from its records."""
-    search = params.get("search")
-    if not search or not params.get("host"):
-        raise ValueError(f"action={params['action']} needs search (action=search_spec's) and host")
-    trials = trials_of(store.records(), params["host"])
-    search = host_search(search, store.read_run_json(), params["host"])  # (its inert flags, from run.json)
-    decision = next_trial(search, trials)
-    base = search.get("base_args") or {}
-    out = {"run_id": store.run_id, "run_dir": store.path, "action": decision["action"], "decision": decision,
-           "trials": len(trials), "progress": progress_line(search, decision, trials)}
-    if decision["action"] == "stop":
-        best = decision.get("best")
-        out.update(profile=candidate_name(best["server_args"], base) if best else None, restart_needed=False)
-    else:
-        args = decision["server_args"]
-        running = params.get("running")
-        point = plan_points([decision["max_concurrency"]], None, num_prompts=params.get("num_prompts"))[0]
-        out.update(profile=candidate_name(args, base),
-                   restart_needed=bool(decision["restart"]) or not running or config_key(running) != config_key(args),
-                   point=dict(point, repeat=decision["repeat"], kv_capacity=decision.get("kv_capacity"),
-                              last_repeat=True, status="planned"))
-    return json.loads(dumps_strict(out))
-
-
-def action_search(params):
-    store = _store(params)
-    if params.get("provenance"):
-        provenance = _provenance(params, _plan(params))
-        if not store.write_run_json(provenance):
-            _merge_run_json(store, provenance)
-    return dict(_decide(store, params), changed=bool(params.get("provenance")))
-
-
-def action_startup_failed(params):
-    store = _store(params)
-    failed = dict(params.get("failed_start") or {})
-    if not isinstance(failed.get("server_args"), dict) or not params.get("host"):
-        raise ValueError("action=startup_failed needs host and failed_start.server_args (the args that did not start)")
-    base = (params.get("search") or {}).get("base_args") or {}
-    record = empty_record(host=params["host"], run_id=store.run_id, repeat=0, status="startup_failed",
-                          profile=failed.get("profile") or candidate_name(failed["server_args"], base),
-                          server_args=failed["server_args"],
-                          error=str(failed.get("error") or "the server did not start"))
-    record.update(failure_kind=str(failed.get("failure_kind") or "unknown"),
-                  elapsed_s=round(float(failed.get("elapsed_s") or 0.0), 1))
-    if params.get("labels", {}).get("standin") is not None:
-        record["standin"] = bool(params["labels"]["standin"])
-    store.append_record(record)
-    return dict(_decide(store, params), changed=True, torn=store.torn)
-
-
 def action_files(params):
     store = _store(params)
     written = [name for name, text in sorted((params.get("files") or {}).items())
@@ -827,8 +600,7 @@ def action_files(params):
 
 
 ACTIONS = {"validate": action_validate, "plan": action_plan, "store": action_store,
-           "telemetry": action_telemetry, "search_spec": action_search_spec, "search": action_search,
-           "startup_failed": action_startup_failed, "files": action_files}
+           "telemetry": action_telemetry, "files": action_files}
 
 
 # (module level, so that the tests call each action through it: tests/unit/test_bench_store.py)
@@ -837,10 +609,7 @@ ARGUMENT_SPEC = {
     "results_dir": {"type": "path", "required": True},
     "run_id": {"type": "str"},
     "plan": {"type": "dict", "default": {}},
-    "concurrencies": {"type": "raw"},
-    "num_prompts": {"type": "raw"},
-    "input_len": {"type": "raw", "default": 128},
-    "output_len": {"type": "raw", "default": 128},
+    **SWEEP_INPUTS_SPEC,
     "context_len": {"type": "raw"},
     "repeats": {"type": "raw", "default": 1},
     "timeout": {"type": "raw"},
@@ -858,31 +627,23 @@ ARGUMENT_SPEC = {
     "play_hosts": PLAY_HOSTS_SPEC,
     "dry_run": {"type": "bool", "default": False},
     "entries": {"type": "list", "elements": "dict"},
-    "labels": {"type": "dict", "default": {}},
     "request_rate": {"type": "raw", "default": "inf"},
     "backend": {"type": "str", "default": "sglang"},
     "windows": {"type": "list", "elements": "dict", "default": []},
     "logs": {"type": "dict", "default": {}},
-    "search": {"type": "dict"},
-    "base_args": {"type": "dict", "default": {}},
-    "host": {"type": "str"},
-    "running": {"type": "dict"},
-    "failed_start": {"type": "dict"},
     "files": {"type": "dict", "default": {}},
     "secret_values": {"type": "list", "elements": "str", "default": [], "no_log": True},
 }
 REQUIRED_IF = [("action", "plan", ("run_id", "concurrencies")),
                ("action", "store", ("run_id", "entries")),
                ("action", "telemetry", ("run_id",)),
-               ("action", "search", ("run_id", "search", "host")),
-               ("action", "startup_failed", ("run_id", "search", "host", "failed_start")),
                ("action", "files", ("run_id",))]
 
 
 def run_action(params):
     """The result of params' action, params as the argument spec made them: the numbers and shapes
-    checked (check_params), the request rate kept as the client got it."""
-    check_params(params)
+    checked (sweep.check_sweep_numbers), the request rate kept as the client got it."""
+    check_sweep_numbers(params)
     if params["action"] == "validate":  # (a YAML boolean before it becomes the string 'True')
         _request_rate(params["request_rate"])
     params["request_rate"] = str(params["request_rate"])
@@ -890,10 +651,10 @@ def run_action(params):
 
 
 def run(params, check_mode=False):
-    """run_action's result, none in check mode but validate's and search_spec's; what it makes
+    """run_action's result, none in check mode but validate's; what it makes
     under results/<run>/ is the owner's only (it holds raw client output)."""
     action = params["action"]
-    if check_mode and action not in ("validate", "search_spec"):
+    if check_mode and action != "validate":
         return {"changed": False, "skipped": True, "msg": f"check mode: action={action} not run"}
     umask = os.umask(0o077)
     try:

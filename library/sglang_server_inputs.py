@@ -120,7 +120,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 problems:
-  description: Every problem found (empty when the inputs are sound).
+  description: Every problem of the server role's inputs, each naming its variable and the fix ([] when none).
   returned: always
   type: list
   elements: str

@@ -76,3 +76,31 @@ def yaml_boolean_profile_problem(variable: str, names: list[str]) -> str:
     return (f"{variable} has a profile named {' and '.join(names)}: an unquoted yes/on/true (or no/off/false) "
             "as a name is a YAML boolean, not the word (and yes: and on: become one profile). Quote the "
             'name, e.g. "yes": {...}, and the names that refer to it (sglang_profile, bench_profiles)')
+
+
+def number_of(value, name, low=None, high=None, integer=False, allow_none=False):
+    """value as a number within (low, high]; ValueError naming the variable otherwise (and the
+    value as given: the word, not the 0 a Jinja int filter would make of it)."""
+    if value is None and allow_none:
+        return None
+    text = str(value).strip()
+    grouped = separator_problem(name, value) if integer else None
+    if grouped:  # (Python's int() would take 495_488 as it is)
+        raise ValueError(grouped)
+    try:
+        if isinstance(value, bool) or value is None:
+            raise ValueError
+        number = int(text) if integer else float(text)
+    except ValueError:
+        kind = "an integer" if integer else "a number"
+        raise ValueError(f"{name} must be {kind}, got {shown(value)}") from None
+    if (low is not None and number <= low) or (high is not None and number > high):
+        raise ValueError(f"{name} must be above {low}{f' and at most {high}' if high is not None else ''}, "
+                         f"got {shown(value)}")
+    return number
+
+
+def string_for_list(value, variable, example):
+    """The message for a string where a list belongs (-e VAR=4,8 gives the string '4,8')."""
+    return (f"{variable} must be a list, got the string {value!r}: write it as a YAML list, e.g. {variable}: "
+            f"{example}, or on the command line as JSON: -e '{{\"{variable}\": {example}}}'")

@@ -43,6 +43,7 @@ from typing import Any
 
 from ansible.module_utils.atomic_file import atomic_write
 from ansible.module_utils.bench_results import dumps_strict, normalize_record
+from ansible.module_utils.fleet import failed_hosts, hosts_with_missing
 from ansible.module_utils.input_problems import shown
 from ansible.module_utils.redact import redact, redact_text
 from ansible.module_utils.sweep import plan_signature
@@ -52,6 +53,10 @@ RECORDS = "records.jsonl"
 TELEMETRY = "telemetry.jsonl"
 # A point with one of these is not run again on resume (skipped: the plateau stop's).
 DONE_STATUSES = ("ok", "over_capacity", "skipped")
+INERT_KEY = "search_inert_flags"  # run.json: {host: [flags its engine never reads]}
+# run.json's keys that a later sweep of the run (a resume, a further profile, a search's next
+# candidate) adds to, host by host or profile by profile; the plan stays.
+MERGED_KEYS = ("hosts", "profiles", "profiles_in_effect", INERT_KEY)
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -148,6 +153,49 @@ def different_plan_message(run_id: str, path: str, existing: Mapping[str, Any], 
             "never overwritten: leave bench_run_id unset for a new run, or use the original plan to resume.")
 
 
+def resume_refusal(run_id: str, path: str, existing: Mapping[str, Any] | None, plan: Mapping[str, Any],
+                   part: str | None = None) -> str | None:
+    """Why a resume of run.json `existing` (None: a new run) with `plan` is refused, or None when
+    the plans are the same. part: compare that key of the plans alone (the search's, plan.search:
+    bench_search's check); without it, every key but the search's (bench_store's check of the
+    sweep's plan), so that each module checks what it decides."""
+    if existing is None:
+        return None
+    if "plan" not in existing:  # (a run.json that keeps only the signature of its whole plan)
+        same = part is not None or existing.get("plan_signature") == plan_signature(plan)
+        return None if same else different_plan_message(run_id, path, existing, plan)
+    kept = {key: value for key, value in (existing.get("plan") or {}).items()
+            if (key == part if part is not None else key != "search")}
+    if plan_signature(kept) == plan_signature(plan):
+        return None
+    return different_plan_message(run_id, path, {"plan": kept}, plan)
+
+
+def compared_profiles(run: Mapping[str, Any] | None) -> list[str]:
+    """The profiles a run compares (run.json's compared_profiles; [] - none)."""
+    return list((run or {}).get("compared_profiles") or [])
+
+
+def run_plan(plan: Mapping[str, Any] | None, search: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The plan of a run; a tuning search's becomes part of it (plan.search), so its signature
+    guards a resume."""
+    out = dict(plan or {})
+    if search:
+        out["search"] = search
+    return out
+
+
+def run_json_content(provenance: Mapping[str, Any] | None, plan: Mapping[str, Any],
+                     play_hosts: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """run.json's content: the provenance with the plan, and the play's failed hosts
+    (play_hosts: module_utils/fleet.py PLAY_HOSTS_SPEC) marked missing."""
+    content = dict(provenance or {}, plan=plan)
+    if play_hosts:
+        failed = failed_hosts(play_hosts["all"], play_hosts["active"], play_hosts.get("rank0"))
+        content["hosts"] = hosts_with_missing(content.get("hosts"), failed)
+    return content
+
+
 def new_run_id(now: datetime.datetime | None = None) -> str:
     """UTC time plus a short hash: 20250101T120000Z-1a2b3c."""
     now = now or datetime.datetime.now(datetime.UTC)
@@ -236,6 +284,25 @@ class RunStore:
             return False
         _write(self.run_json_path, dumps_strict(provenance, indent=2) + "\n")  # keeps profile order
         return True
+
+    def keep_provenance(self, provenance: Mapping[str, Any]) -> None:
+        """Write run.json, or on resume or a further profile add its hosts and profiles (as asked
+        and as they took effect) to the one there (MERGED_KEYS); the plan stays, and a host's
+        facts stay when only a later sweep missed it."""
+        if self.write_run_json(provenance):
+            return
+        existing = self.read_run_json() or {}
+        merged = dict(existing)
+        for key in MERGED_KEYS:
+            merged[key] = dict(existing.get(key) or {}, **(provenance.get(key) or {}))
+        for host, facts in (existing.get("hosts") or {}).items():
+            if "missing" not in facts and "missing" in merged["hosts"][host]:
+                merged["hosts"][host] = facts  # missing from a later sweep only: its facts stay
+        compared = list(dict.fromkeys(compared_profiles(existing) + compared_profiles(provenance)))
+        if compared:
+            merged["compared_profiles"] = compared
+        if merged != existing:
+            self.write_run_json(merged, replace=True)
 
     @property
     def telemetry_path(self) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 
 from ansible.module_utils.bench_results import energy_figures
 from ansible.module_utils.engine_args import canonical_args
+from ansible.module_utils.result_store import INERT_KEY
 from ansible.module_utils.sweep import median
 from ansible.module_utils.tune_search import MRR, REMOVED_KEYS, config_key, next_trial, validate
 
@@ -29,7 +30,6 @@ SEARCH_VAR = "sglang_tune_search"
 # Without a budget a search runs until every dimension is searched; these keep it bounded.
 DEFAULT_BUDGET = {"points": 20, "restarts": 8}
 SEARCH_KEYS = ("objective", "base_args", "dimensions", "max_running_requests", "budget", "noise", "repeats")
-INERT_KEY = "search_inert_flags"  # run.json: {host: [flags its engine never reads]}
 # The statuses of a search trial: a point (ok, failed) or a start that failed.
 TRIAL_STATUSES = ("ok", "failed", "startup_failed")
 MAX_STEPS = 200  # the loop's bound when the budget sets no points or restarts

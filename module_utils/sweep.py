@@ -22,7 +22,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ansible.module_utils.input_problems import positive_int
+from ansible.module_utils.engine_args import human_readable_int
+from ansible.module_utils.input_problems import number_of, positive_int, shown, string_for_list
 
 DEFAULT_PROMPTS_FACTOR = 5  # SGLang's guidance: num_prompts >= 5 x concurrency
 DEFAULT_PLATEAU = 0.03  # a step that gains less than 3% in total tok/s is a plateau
@@ -363,3 +364,36 @@ def pick_best(records: list[dict], profiles: list | None = None) -> dict:
     return {"best": max(mean_peak, key=lambda p: mean_peak[p]) if mean_peak else None,
             "mean_peak_output_throughput": mean_peak, "hosts": hosts,
             "points": sum(v["points"] for h in hosts.values() for v in h["profiles"].values())}
+
+
+# The options of a sweep's size that bench_store and bench_search take (their documentation:
+# plugins/doc_fragments/sglpb_sweep_inputs.py): raw, so that check_sweep_numbers names the play's
+# variable in its message (a string such as "4,8" for the concurrencies refused as one).
+SWEEP_INPUTS_SPEC: dict[str, Any] = {
+    "concurrencies": {"type": "raw"},
+    "num_prompts": {"type": "raw"},
+    "input_len": {"type": "raw", "default": 128},
+    "output_len": {"type": "raw", "default": 128},
+}
+
+
+def check_sweep_numbers(params: dict[str, Any]) -> None:
+    """The numbers and shapes every action takes, each failure naming the play's variable (never
+    the module's option, as Ansible's own conversion would); numbers converted in place."""
+    concurrencies = params.get("concurrencies")
+    if isinstance(concurrencies, str):
+        raise ValueError(string_for_list(concurrencies, "sglang_benchmark_concurrencies", "[256, 512, 1024, 2048]"))
+    for key, variable in (("input_len", "sglang_benchmark_input_len"), ("output_len", "sglang_benchmark_output_len")):
+        params[key] = number_of(params.get(key), f"{variable} (tokens per request)", low=0, integer=True)
+    if params.get("num_prompts") in ("", "None", "null"):
+        params["num_prompts"] = None
+    params["num_prompts"] = number_of(params.get("num_prompts"), "sglang_benchmark_num_prompts (requests per point; "
+                                    "null for 5 x each concurrency)", low=0, integer=True, allow_none=True)
+    if params.get("context_len") not in (None, ""):
+        try:
+            params["context_len"] = human_readable_int(params["context_len"])
+        except ValueError as exc:
+            raise ValueError(f"sglang_server_args['context-length'] must be a number of tokens as SGLang takes "
+                             f"it (4096, 32k, 32Ki), got {shown(params['context_len'])}: {exc}") from None
+    else:
+        params["context_len"] = None

@@ -12,7 +12,8 @@ hostvars in the task:
   an interrupted run left (`_sglang_benchmark_gpu_resumed`, tasks/sweep.yml);
 - action=plan without `hosts`: each host's KV capacity (`sglang_benchmark_kv_tokens`) and
   `profile`, the profile swept;
-- action=plan or search with `provenance`: what run.json keeps of each host (play_provenance);
+- action=plan with `provenance`: what run.json keeps of each host (controller_step.py
+  play_provenance);
 - `play_hosts`, as every controller step (controller_step.py).
 Every other call runs with the task's args as they are."""
 from __future__ import annotations
@@ -59,43 +60,6 @@ def play_telemetry(task_vars, run_id, profile):
     return windows, logs
 
 
-def play_provenance(task_vars, profile, search=False):
-    """What run.json keeps of each host of the play, from its facts: its GPUs (gpu_facts'
-    `gpus`), server (`sglang_benchmark_server`, sglang_server_info's), client
-    (`sglang_benchmark_client_checked`), KV capacity and venv packages (`hosts`); its preflight's
-    findings; the args in effect under `profile` (sglang_engine_args_info's: the server role's at
-    its last start, else the sweep's); whether any host is a stand-in; for a search, the flags no
-    code of each host's engine reads (`search_inert_flags`)."""
-    hostvars = task_vars["hostvars"]
-    out = {"standin": False, "hosts": {}, "preflight_findings": {}, "profiles_in_effect": {profile: {}}}
-    if search:
-        out["search_inert_flags"] = {}
-    for host in task_vars["ansible_play_hosts"]:
-        facts = hostvars[host]
-        server = facts.get("sglang_benchmark_server") or {}
-        client = facts.get("sglang_benchmark_client_checked") or {}
-        gpus = facts.get("gpus") or {}
-        packages = facts.get("sglang_benchmark_venv_packages") or {}
-        out["standin"] = out["standin"] or bool(server.get("standin"))
-        out["hosts"][host] = {
-            "sglang_version": server.get("version"), "client_module": client.get("module"),
-            "client_version": client.get("client_version"), "gpus": gpus.get("names") or [],
-            "gpu_count": gpus.get("count"), "gpu_memory_mib": gpus.get("memory_total_mib"),
-            "gpu_power_limit_w": gpus.get("power_limit_w"), "driver_version": gpus.get("driver_version"),
-            "cuda_version": gpus.get("cuda_version"), "max_total_num_tokens": facts.get("sglang_benchmark_kv_tokens"),
-            "venv_packages": packages.get("packages") if packages.get("present") else None}
-        out["preflight_findings"][host] = facts.get("gpu_preflight_findings") or []
-        engine = facts.get("sglang_server_engine_args") or {}
-        if "effective_args" not in engine:
-            engine = facts.get("sglang_benchmark_engine_args") or {}
-        if "effective_args" in engine:
-            out["profiles_in_effect"][profile][host] = {
-                "args": engine["effective_args"], "inert": engine.get("inert"), "differences": engine.get("differences")}
-        if search:
-            out["search_inert_flags"][host] = (facts.get("_sglang_benchmark_engine_args") or {}).get("inert") or []
-    return out
-
-
 def resumed_windows(task_vars):
     """The GPU telemetry windows each host of the play summarised of an interrupted sweep."""
     hostvars = task_vars["hostvars"]
@@ -112,9 +76,8 @@ class ActionModule(action_loader.get("controller_step", class_only=True)):
         if action == "plan" and not args.get("hosts"):
             args["hosts"] = {host: {"max_total_num_tokens": task_vars["hostvars"][host].get("sglang_benchmark_kv_tokens"),
                                     "profile": args.get("profile")} for host in task_vars["ansible_play_hosts"]}
-        if action in ("plan", "search") and args.get("provenance"):
-            args["provenance"] = {**play_provenance(task_vars, args.get("profile"), search=action == "search"),
-                                  **args["provenance"]}
+        if action == "plan" and args.get("provenance"):
+            args["provenance"] = {**self.play_provenance(task_vars, args.get("profile")), **args["provenance"]}
         if action == "telemetry" and args.pop("resumed", False):
             args["windows"] = resumed_windows(task_vars)
         if args.get("action") == "store" and args.get("entries") is None:

@@ -43,6 +43,43 @@ def play_hosts(task_vars):
             "rank0": {host: (hostvars[host].get("sglang_server_multinode") or {}).get("is_rank0") for host in every}}
 
 
+def play_provenance(task_vars, profile, search=False):
+    """What run.json keeps of each host of the play, from its facts: its GPUs (gpu_facts'
+    `gpus`), server (`sglang_benchmark_server`, sglang_server_info's), client
+    (`sglang_benchmark_client_checked`), KV capacity and venv packages (`hosts`); its preflight's
+    findings; the args in effect under `profile` (sglang_engine_args_info's: the server role's at
+    its last start, else the sweep's); whether any host is a stand-in; for a search, the flags no
+    code of each host's engine reads (`search_inert_flags`)."""
+    hostvars = task_vars["hostvars"]
+    out = {"standin": False, "hosts": {}, "preflight_findings": {}, "profiles_in_effect": {profile: {}}}
+    if search:
+        out["search_inert_flags"] = {}
+    for host in task_vars["ansible_play_hosts"]:
+        facts = hostvars[host]
+        server = facts.get("sglang_benchmark_server") or {}
+        client = facts.get("sglang_benchmark_client_checked") or {}
+        gpus = facts.get("gpus") or {}
+        packages = facts.get("sglang_benchmark_venv_packages") or {}
+        out["standin"] = out["standin"] or bool(server.get("standin"))
+        out["hosts"][host] = {
+            "sglang_version": server.get("version"), "client_module": client.get("module"),
+            "client_version": client.get("client_version"), "gpus": gpus.get("names") or [],
+            "gpu_count": gpus.get("count"), "gpu_memory_mib": gpus.get("memory_total_mib"),
+            "gpu_power_limit_w": gpus.get("power_limit_w"), "driver_version": gpus.get("driver_version"),
+            "cuda_version": gpus.get("cuda_version"), "max_total_num_tokens": facts.get("sglang_benchmark_kv_tokens"),
+            "venv_packages": packages.get("packages") if packages.get("present") else None}
+        out["preflight_findings"][host] = facts.get("gpu_preflight_findings") or []
+        engine = facts.get("sglang_server_engine_args") or {}
+        if "effective_args" not in engine:
+            engine = facts.get("sglang_benchmark_engine_args") or {}
+        if "effective_args" in engine:
+            out["profiles_in_effect"][profile][host] = {
+                "args": engine["effective_args"], "inert": engine.get("inert"), "differences": engine.get("differences")}
+        if search:
+            out["search_inert_flags"][host] = (facts.get("_sglang_tune_search_engine_args") or {}).get("inert") or []
+    return out
+
+
 def module_code(name):
     """The Python module of controller module `name` (its library/ file), imported once a process."""
     found = module_loader.find_plugin_with_context(name)
@@ -64,6 +101,8 @@ def module_code(name):
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
+    # (for the subclasses: what run.json keeps of the play's hosts)
+    play_provenance = staticmethod(play_provenance)
 
     def step_args(self, task_vars):
         """The module's arguments: the task's, with `play_hosts` read from the play where the

@@ -10,6 +10,8 @@ notes:
     ansible-playbook; its action plugin (plugins/action/controller_step.py) checks the task's
     args with this module's argument spec and calls its C(run()). The task needs no
     C(delegate_to) and opens no connection; C(run_once) or C(throttle) say how often it runs.
+  - What the step needs of the play's hosts the action plugin reads from their facts where the
+    task does not give it (C(play_hosts), where the module takes it; the options that say so).
 author:
   - sglang-playbooks
 # (no option of its own; Ansible requires the key of a fragment)

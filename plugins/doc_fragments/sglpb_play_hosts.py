@@ -6,9 +6,6 @@ class ModuleDocFragment:
     DOCUMENTATION = r"""
 options:
   play_hosts:
-    description:
-      - Read from the play by the action plugin (plugins/action/controller_step.py play_hosts)
-        where the task gives none.
     type: dict
     suboptions:
       all:

@@ -440,11 +440,12 @@ def test_a_host_missing_from_a_sweep_is_marked_and_keeps_facts_it_had(tmp_path):
 
 
 def test_a_count_with_thousands_separators_is_refused_naming_it():
-    """Python's int() takes 495_488; the store refuses it as the playbooks' checks do."""
-    import bench_store
+    """Python's int() takes 495_488; the store's numbers (input_problems.number_of) refuse it as the
+    playbooks' checks do."""
+    from ansible.module_utils.input_problems import number_of
     with pytest.raises(ValueError, match=r"bench_kv_tokens is '495_488', a number with thousands separators.*495488"):
-        bench_store._number("495_488", "bench_kv_tokens", low=0, integer=True)
-    assert bench_store._number("495488", "bench_kv_tokens", low=0, integer=True) == 495488
+        number_of("495_488", "bench_kv_tokens", low=0, integer=True)
+    assert number_of("495488", "bench_kv_tokens", low=0, integer=True) == 495488
 
 
 def test_store_answers_each_point_s_telemetry_window(tmp_path):

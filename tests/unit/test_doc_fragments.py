@@ -16,6 +16,10 @@ USERS = {
     "sglpb_nvidia_smi": ("gpu_facts", "gpu_health", "gpu_telemetry"),
     "sglpb_server_url": ("sglang_health", "sglang_server_info"),
     "sglpb_play_hosts": ("bench_store", "bench_report"),
+    "sglpb_command_deadline": ("gpu_facts", "gpu_health"),
+    "sglpb_sweep_inputs": ("bench_store", "bench_search"),
+    "sglpb_controller_step": ("bench_store", "bench_search", "bench_report", "sglang_plan_info", "sglang_server_inputs",
+                              "sglang_router_inputs", "sglang_launch_args_info", "sglang_multinode_info"),
 }
 
 
@@ -39,6 +43,15 @@ def test_each_fragment_is_in_the_docs_of_every_module_that_names_it():
     assert set(store["suboptions"]) == set(report["suboptions"]) == {"all", "active", "rank0"}
     assert store["suboptions"]["all"]["required"] and store["type"] == report["type"] == "dict"
     assert "run.json" in " ".join(store["description"]) and "failed-hosts.json" in " ".join(report["description"])
+    for module in USERS["sglpb_command_deadline"]:
+        assert found[module]["options"]["command_deadline"]["default"] == 60
+    for module in USERS["sglpb_sweep_inputs"]:
+        options = found[module]["options"]
+        assert options["input_len"]["default"] == options["output_len"]["default"] == 128
+        assert options["concurrencies"]["type"] == options["num_prompts"]["type"] == "raw"
+    for module in USERS["sglpb_controller_step"]:
+        assert any("controller's process" in note for note in found[module]["notes"]), module
+        assert found[module]["author"] == ["sglang-playbooks"], module
 
 
 def own_options(path):
@@ -46,7 +59,7 @@ def own_options(path):
     module's at its top, a fragment's in its class."""
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "DOCUMENTATION":
-            return yaml.safe_load(node.value.value)["options"]
+            return yaml.safe_load(node.value.value)["options"] or {}
     raise AssertionError(f"no DOCUMENTATION in {path}")
 
 

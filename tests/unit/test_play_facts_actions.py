@@ -44,12 +44,12 @@ def test_run_json_keeps_each_host_s_gpus_server_client_and_args_in_effect():
                   "sglang_server_engine_args": {"effective_args": {"max-running-requests": 2048}, "inert": [],
                                                 "differences": [{"flag": "max-running-requests"}]},
                   "sglang_benchmark_engine_args": {"effective_args": {"max-running-requests": 9}},
-                  "_sglang_benchmark_engine_args": {"inert": ["num-continuous-decode-steps"]}},
+                  "_sglang_tune_search_engine_args": {"inert": ["num-continuous-decode-steps"]}},
         # (a stand-in that failed before its server answered: what is not known is null)
         "gpu-2": {"sglang_benchmark_server": {"standin": True}, "sglang_benchmark_engine_args": {"failed": True},
                   "sglang_benchmark_venv_packages": {"present": False}},
     }
-    got = bench_store.play_provenance({"hostvars": hostvars, "ansible_play_hosts": ["gpu-1", "gpu-2"]}, "tuned",
+    got = controller_step.play_provenance({"hostvars": hostvars, "ansible_play_hosts": ["gpu-1", "gpu-2"]}, "tuned",
                                       search=True)
     assert got["standin"] is True
     assert got["hosts"]["gpu-1"] == {
@@ -63,7 +63,7 @@ def test_run_json_keeps_each_host_s_gpus_server_client_and_args_in_effect():
     assert got["profiles_in_effect"] == {"tuned": {"gpu-1": {
         "args": {"max-running-requests": 2048}, "inert": [], "differences": [{"flag": "max-running-requests"}]}}}
     assert got["search_inert_flags"] == {"gpu-1": ["num-continuous-decode-steps"], "gpu-2": []}
-    assert "search_inert_flags" not in bench_store.play_provenance(
+    assert "search_inert_flags" not in controller_step.play_provenance(
         {"hostvars": hostvars, "ansible_play_hosts": ["gpu-1"]}, "tuned")
 
 

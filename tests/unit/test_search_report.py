@@ -1,4 +1,4 @@
-"""The search's driver side (module_utils/search_report.py, bench_store action=search_spec,
+"""The search's driver side (module_utils/search_report.py, bench_search action=spec,
 search, startup_failed, store with a trial): the search from the inventory, the trials from the
 records, the progress line, resumption, and the report's search section."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import bench_report
 import pytest
 from ansible.module_utils import search_report, tune_search
 from ansible.module_utils.result_store import RunStore
-from store_calls import store_action
+from store_calls import search_action, store_action
 
 REPO = Path(__file__).resolve().parents[2]
 LANDSCAPES = REPO / "standin" / "sglang_standin" / "landscapes"
@@ -82,20 +82,20 @@ def test_candidates_are_named_by_the_args_that_differ_from_the_base():
 
 
 class Driver:
-    """tune.yml's loop in Python: each decision from bench_store action=search, each point
-    stored with action=store (and its trial), each failed start with action=startup_failed, as
-    search_step.yml does; the measurements come from tune_sim's Simulator."""
+    """tune.yml's loop in Python: each decision from bench_search action=next, each point stored
+    with bench_store action=store (and its trial), each failed start with bench_search
+    action=failed_start, as the search role's step.yml does; the measurements come from
+    tune_sim's Simulator."""
 
     def __init__(self, tmp_path, sim, search, host="gpu-1"):
         self.sim, self.search, self.host = sim, search, host
         self.params = {"results_dir": str(tmp_path), "run_id": "search", "host": host, "search": search,
-                       "num_prompts": None, "running": None, "plan": {}, "provenance": {}, "files": {},
-                       "labels": {}}
+                       "num_prompts": None, "running": None, "plan": {}, "provenance": {}, "labels": {}}
         self.lines: list[str] = []
         self.restarts = 0
 
     def ask(self):
-        return store_action("search", dict(self.params, action="search"))
+        return search_action("next", self.params)
 
     def run(self, limit=100):
         for _ in range(limit):
@@ -110,7 +110,7 @@ class Driver:
                 self.params["running"] = None
                 failure = self.sim.start_failure(args)
                 if failure:
-                    store_action("startup_failed", dict(self.params, action="startup_failed", failed_start={
+                    search_action("failed_start", dict(self.params, failed_start={
                         "server_args": args, "profile": step["profile"], "failure_kind": failure,
                         "error": "CUDA out of memory", "elapsed_s": 30}))
                     continue
@@ -121,7 +121,7 @@ class Driver:
                       "output_throughput": measured["output_throughput"], "ttft_ms": measured["ttft_ms"],
                       "tpot_ms": measured["tpot_ms"], "duration_s": measured["elapsed_s"]}
             stored = store_action("store", dict(
-                self.params, action="store", plateau_threshold=None, stop_on_failure=False, input_len=128,
+                results_dir=self.params["results_dir"], run_id="search", plateau_threshold=None, stop_on_failure=False, input_len=128,
                 output_len=128, request_rate="inf", backend="sglang",
                 entries=[{"point": step["point"], "labels": {"host": self.host}, "run": {"record": record},
                           "sweep": {"stop": False, "reason": None},
@@ -240,17 +240,24 @@ def test_run_json_keeps_the_search_in_the_plan_and_a_resume_with_another_is_refu
     params = {"results_dir": str(tmp_path), "run_id": "r1", "host": "gpu-1", "search": search, "running": None,
               "num_prompts": None, "plan": {"concurrencies": [256]},
               "provenance": {"hosts": {"gpu-1": {"gpu_count": 8}}, "profiles": {}}}
-    out = store_action("search", dict(params, action="search"))
+    out = search_action("next", params)
     assert out["action"] == "run" and out["profile"] == "base" and out["restart_needed"] is True
     assert out["point"] == {"max_concurrency": 256, "num_prompts": 1280, "over_capacity": False,
                             "capacity_point": False, "status": "planned", "repeat": 0, "kv_capacity": None,
                             "last_repeat": True}
     run = RunStore(tmp_path, "r1").read_run_json()
     assert run["plan"]["search"] == json.loads(json.dumps(search))
-    other = search_report.build_search({"budget": {"points": 3}}, BASE, [256], 128, 128)
-    with pytest.raises(ValueError, match="different plan"):
-        store_action("validate", {**params, "search": other, "concurrencies": [256], "input_len": 128,
-                                     "output_len": 128, "repeats": 1, "num_prompts": None})
+    # (each module checks its part of the plan: bench_store the sweep's, bench_search the search's)
+    sweep = {"results_dir": str(tmp_path), "run_id": "r1", "concurrencies": [256], "input_len": 128,
+             "output_len": 128, "repeats": 1, "num_prompts": None}
+    assert store_action("validate", dict(sweep, plan=params["plan"]))["resuming"] is True
+    with pytest.raises(ValueError, match=r"different plan.*concurrencies"):
+        store_action("validate", dict(sweep, plan={"concurrencies": [512]}))
+    spec = {"results_dir": str(tmp_path), "run_id": "r1", "base_args": BASE, "concurrencies": [256]}
+    assert search_action("spec", dict(spec, search=None))["search"] == json.loads(json.dumps(search))
+    with pytest.raises(ValueError, match=r"different plan.*search"):
+        search_action("spec", dict(spec, search={"budget": {"points": 3}}))
+    assert search_action("spec", dict(spec, run_id="r2", search={"budget": {"points": 3}}))["steps"] > 0
 
 
 # ------------------------------------------------------------------ the report
@@ -348,8 +355,8 @@ def test_the_launch_script_goes_into_the_run_through_the_store(tmp_path):
 def test_a_failed_start_without_its_args_is_refused(tmp_path):
     search = search_report.build_search(None, BASE, [256], 128, 128)
     with pytest.raises(ValueError, match="failed_start.server_args"):
-        store_action("startup_failed", {"results_dir": str(tmp_path), "run_id": "r1", "host": "gpu-1",
-                                           "search": search, "failed_start": {"failure_kind": "oom"}})
+        search_action("failed_start", {"results_dir": str(tmp_path), "run_id": "r1", "host": "gpu-1",
+                                       "search": search, "failed_start": {"failure_kind": "oom"}})
 
 
 def test_each_point_of_the_search_has_its_energy_per_token_when_telemetry_has_it(tmp_path):
@@ -363,3 +370,16 @@ def test_each_point_of_the_search_has_its_energy_per_token_when_telemetry_has_it
     points = [p for c in summary["hosts"][0]["candidates"] for p in c["points"]]
     assert [p["j_per_token"] for p in points].count(1.0) == 1
     assert all(p["j_per_token"] is None for p in points if p["j_per_token"] != 1.0)  # (no telemetry: none)
+
+
+def test_in_check_mode_the_search_builds_its_spec_and_decides_nothing(tmp_path):
+    import bench_search
+    from ansible.module_utils.controller_step import run_with_spec
+    spec = run_with_spec(bench_search, {"action": "spec", "base_args": BASE, "concurrencies": [256]}, check_mode=True)
+    assert spec["steps"] > 0 and spec["search"]["base_args"] == BASE
+    step = run_with_spec(bench_search, {"action": "next", "results_dir": str(tmp_path), "run_id": "r1", "host": "gpu-1",
+                                        "search": spec["search"]}, check_mode=True)
+    assert step["skipped"] is True and not (tmp_path / "r1").exists()
+    # (the spec's numbers named by the play's variable, through the module's own checks)
+    bad = run_with_spec(bench_search, {"action": "spec", "base_args": BASE, "concurrencies": "4,8"})
+    assert bad["failed"] is True and "sglang_benchmark_concurrencies must be a list" in bad["msg"]
