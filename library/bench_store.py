@@ -47,7 +47,7 @@ description:
     its only writers, through RunStore, and records are only ever appended.
   - C(action=validate) checks a sweep's inputs before anything runs - concurrencies, lengths,
     num_prompts, repeats, the timeout, the plateau threshold, the request rate, the journal
-    lines, the profiles (C(profiles) and C(profile)), a writable result store, a reused run_id
+    lines, the profiles compared (C(profiles)), a writable result store, a reused run_id
     with another plan (the message says which keys of the plan differ; a tuning search's part,
     C(plan.search), is bench_search's to check) - and returns the run_id
     (a new one when empty). Every action first checks the numbers and shapes it takes (the
@@ -127,10 +127,8 @@ options:
     default: []
   profile:
     description:
-      - The profile the server runs with, C(sglang_profile) (validate; empty - none); it must be
-        one of C(known_profiles), as the records are labelled with it. action=plan - the profile
-        swept (the action plugin files each host's KV capacity in C(hosts) and its args in effect
-        in C(provenance) under it).
+      - action=plan - the profile swept (the action plugin files each host's KV capacity in
+        C(hosts) and its args in effect in C(provenance) under it).
     type: raw
   known_profiles:
     description: The profiles the server role defines (validate), C(sglang_server_profiles).
@@ -348,8 +346,9 @@ def _validate(params):
 
 
 def _validate_profiles(params):
-    """bench_profiles and sglang_profile name profiles of sglang_server_profiles (the records are
-    labelled with them); names YAML read as booleans are named as such."""
+    """bench_profiles name profiles of sglang_server_profiles (the records are labelled with them);
+    names YAML read as booleans are named as such. (sglang_profile is the server role's to check:
+    the playbooks run its validate first, module_utils/server_inputs.py.)"""
     known = params.get("known_profiles") or {}
     if not isinstance(known, dict):
         raise ValueError(f"sglang_server_profiles must be a dict of profile name: args, got {shown(known)}")
@@ -371,15 +370,6 @@ def _validate_profiles(params):
         raise ValueError(f"unknown profile(s) {', '.join(map(shown, unknown))} in bench_profiles: "
                          f"sglang_server_profiles defines {names}. "
                          "Use one of those names or add the profile to sglang_server_profiles.")
-    profile = params.get("profile")
-    if isinstance(profile, bool):
-        raise ValueError(f"sglang_profile is {shown(profile)}, e.g. sglang_profile: \"{'yes' if profile else 'no'}\" "
-                         "(a profile of that quoted name), or sglang_profile: \"\" for no profile")
-    if profile and profile not in known:
-        raise ValueError(f"sglang_profile {shown(profile)} is not defined in sglang_server_profiles (known: {names}): "
-                         "the benchmark would label its records with a profile the server does not run. Pass "
-                         "-e sglang_profile=NAME of the profile the server was deployed with, or leave it unset "
-                         "for sglang_server_args as they are.")
 
 
 def _store(params, run_id=None):

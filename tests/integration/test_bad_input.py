@@ -239,9 +239,9 @@ SINGLE = {
     "log_lines_negative": ("benchmark.yml", {"sglang_benchmark_log_lines": -5}, {}, None,
                            "sglang_benchmark_log_lines (lines of the server's journal kept per sweep, e.g. 400) must be "
                            "above 0, got -5"),
+    # (the server role's check, which benchmark.yml runs first, as deploy.yml and tune.yml do)
     "benchmark_unknown_profile": ("benchmark.yml", {"sglang_profile": "tunde"}, {}, None,
-                                  "sglang_profile 'tunde' is not defined in sglang_server_profiles (known: 'auto', "
-                                  "'baseline', 'tuned'): the benchmark would label its records"),
+                                  "sglang_profile 'tunde' is not defined; known profiles: 'baseline', 'tuned', 'auto'"),
     "benchmark_profile_yaml_boolean": ("benchmark.yml", {"sglang_profile": False}, {}, None,
                                        "sglang_profile is the YAML boolean False (no/off/false unquoted"),
     "bench_profile_yaml_boolean": ("tune.yml", {"bench_profiles": ["baseline", True]}, {}, None,

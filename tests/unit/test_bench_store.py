@@ -95,10 +95,6 @@ def test_validate_refuses_bad_input(tmp_path, change, fragment):
     ({"context_len": "long"}, "sglang_server_args['context-length'] must be a number of tokens as SGLang takes it "
                               "(4096, 32k, 32Ki), got 'long'"),
     ({"context_len": "200"}, "= 256 tokens is longer than the model's context length (200)"),
-    ({"profile": "tunde"}, "sglang_profile 'tunde' is not defined in sglang_server_profiles (known: 'baseline', "
-                           "'tuned'): the benchmark would label its records with a profile the server does not run"),
-    ({"profile": "tuned "}, "sglang_profile 'tuned ' (note the space around it) is not defined"),
-    ({"profile": False}, "sglang_profile is the YAML boolean False (no/off/false unquoted is a boolean, not the word"),
     ({"profiles": ["baseline", True]}, "bench_profiles has the YAML boolean True (yes/on/true unquoted"),
     ({"profiles": "baseline,tuned"}, "bench_profiles must be a list, got the string 'baseline,tuned'"),
     ({"profiles": ["baseline", "tuned "]}, "unknown profile(s) 'tuned ' (note the space around it) in bench_profiles"),
