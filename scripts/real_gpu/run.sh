@@ -11,6 +11,9 @@
 #                                        # needs part1's /tmp/site1 and model (the same machine)
 #   REAL_BUDGET_S=380 bash scripts/real_gpu/run.sh part3   # nothing carried: A and B again for
 #                                        # the A/B repeats part2 had no time for
+#   bash scripts/real_gpu/run.sh kvpool  # .whl2/ carried, after part1: which args change the KV
+#                                        # pool (module_utils/engine_args.py kv_pool_args), one
+#                                        # server at a time, each stopped once its pool is allocated
 # part1: host facts, nvidia-smi outputs (idle), gpu_facts, the model, the launch scripts.
 # part2: three servers on the GPU (A: decode steps 1, max-running-requests unset; B: decode steps
 # 8, max-running-requests 8192; C: max-running-requests 16, started without openai-harmony),
@@ -246,6 +249,44 @@ part3() {  # the A/B runs part2 had no time for, on A and B started again (same 
   [ "$(left)" -gt 60 ] && bench ab-B-r2.json 64 B-cds8 2 "$B" 320
   grep -h "max_running_requests=" "$LOGS/server_A.log" "$LOGS/server_B.log" >"$RES/sched.txt"
   for s in A B; do kill "$(cat "$RUN/pid_$s")" 2>/dev/null; done
+}
+
+kvpool() {  # one server at a time, each args set's KV pool (its "KV Cache is allocated" line)
+  step "kvpool on $(hostname), budget ${BUDGET}s"
+  if [ ! -d /tmp/site1 ] || [ ! -f "$RUN/model/config.json" ] || [ ! -f "$RUN/run_A.sh" ]; then
+    step "no /tmp/site1, model or launch scripts: not the machine part1 ran on"
+    return 1
+  fi
+  [ -d /tmp/site2 ] || install /tmp/site2 "$REPO"/.whl2/*.whl || return 1
+  # (run_A.sh's environment and python, with each set's flags instead of A's)
+  local head
+  head=$(sed -n '1,/sglang.launch_server/p' "$RUN/run_A.sh" | sed 's#^export PYTHONPATH=.*#export PYTHONPATH=/tmp/site2:/tmp/site1#')
+  local base="--model-path $RUN/model --host 127.0.0.1 --port 30000 --tp-size 1 --attention-backend triton --sampling-backend pytorch --grammar-backend none"
+  local name args
+  while IFS='|' read -r name args; do
+    [ -n "$name" ] || continue
+    [ "$(left)" -gt 90 ] || { step "skip $name: $(left) s left"; continue; }
+    printf '%s\n  %s %s\n' "$head" "$base" "$args" >"$RUN/run_kv_$name.sh"
+    step "kv $name: $args"
+    setsid bash "$RUN/run_kv_$name.sh" >"$LOGS/server_kv_$name.log" 2>&1 </dev/null &
+    local pid=$!
+    "${TOOLS[@]}" wait-kv "$LOGS/server_kv_$name.log" 150 || step "$name: no KV line within 150 s"
+    sleep 3  # (the scheduler's line with the limits follows the pool's)
+    { echo "# $name: $args"; grep -hE "KV Cache is allocated|max_total_num_tokens=|mem_fraction_static" "$LOGS/server_kv_$name.log"; } \
+      >>"$RES/kvpool.txt"
+    kill -TERM -- "-$pid" 2>/dev/null; sleep 2; kill -KILL -- "-$pid" 2>/dev/null
+    for _ in $(seq 1 30); do  # (the next pool is measured from free memory: wait for this one's to go)
+      [ -z "$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null)" ] && break
+      sleep 1
+    done
+  done <<'SETS'
+auto-cps2048|--chunked-prefill-size 2048
+auto-cps8192|--chunked-prefill-size 8192
+mfs05-cps2048|--mem-fraction-static 0.5 --chunked-prefill-size 2048
+mfs05-cps8192|--mem-fraction-static 0.5 --chunked-prefill-size 8192
+mfs05-neutral|--mem-fraction-static 0.5 --chunked-prefill-size 2048 --schedule-policy lpm --stream-interval 8 --max-running-requests 64 --enable-metrics
+SETS
+  cat "$RES/kvpool.txt"
 }
 
 "$stage"

@@ -267,3 +267,30 @@ def test_the_args_that_decide_the_kv_pool():
     assert engine_args.kv_pool_args({"tensor-parallel-size": 2}) == {"tp-size": 2}
     assert "max-running-requests" in engine_args.kv_pool_args({**args, "disable-radix-cache": True})
     assert "cuda-graph-max-bs" in engine_args.kv_pool_args({**args, "enable-lora": True, "cuda-graph-max-bs": 64})
+
+
+def test_the_kv_pool_rule_on_a_real_h200():
+    """Real SGLang 0.5.11's pools (tests/fixtures/real-sglang-0.5.11/kvpool.txt: five args sets,
+    one server at a time): two sets get the same pool exactly when kv_pool_args says so. An
+    unset mem-fraction-static is derived from chunked-prefill-size (two pools); once it is given,
+    the chunk, the schedule policy, the stream interval, max-running-requests and the metrics
+    leave the pool as it is."""
+    import re
+    import shlex
+    text = (REPO / "tests" / "fixtures" / "real-sglang-0.5.11" / "kvpool.txt").read_text()
+    sets = re.findall(r"^# ([\w-]+): (.+)\n.*\n.*#tokens: (\d+)", text, re.M)
+    assert len(sets) == 5
+
+    def args_of(flags):
+        words, args = shlex.split(flags), {}
+        for i, word in enumerate(words):
+            if word.startswith("--"):
+                value = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else True
+                args[word[2:]] = value
+        return args
+
+    pools = [(name, engine_args.kv_pool_args(args_of(flags)), int(tokens)) for name, flags, tokens in sets]
+    for name, pool, tokens in pools:
+        for other, other_pool, other_tokens in pools:
+            assert (pool == other_pool) == (tokens == other_tokens), (name, other, tokens, other_tokens)
+    assert len({tokens for _, _, tokens in pools}) == 3  # (auto at 2048, auto at 8192, 0.5 for the rest)
