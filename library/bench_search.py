@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.bench_results import dumps_strict, empty_record
-from ansible.module_utils.controller_step import StepFailed, exit_with_run
+from ansible.module_utils.controller_step import exit_with_run
 from ansible.module_utils.fleet import PLAY_HOSTS_SPEC
 from ansible.module_utils.result_store import (
-    ResultStoreError,
     RunStore,
     resume_refusal,
     run_json_content,
+    run_on_store,
     run_plan,
 )
 from ansible.module_utils.search_report import (
@@ -168,6 +167,10 @@ trials:
   description: The host's trials so far.
   type: int
   returned: action=next, failed_start
+torn:
+  description: Where a torn last line of records.jsonl was set aside before the failed start's record, else null.
+  type: str
+  returned: action=failed_start
 run_id:
   description: The run's id.
   type: str
@@ -243,11 +246,7 @@ def action_failed_start(params):
     if params.get("labels", {}).get("standin") is not None:
         record["standin"] = bool(params["labels"]["standin"])
     store.append_record(record)
-    result = dict(decide(store, params), changed=True)
-    if store.torn:
-        result["warnings"] = [f"records.jsonl ended in a torn line: it was set aside in {store.torn} before this "
-                              "record was appended"]
-    return result
+    return dict(decide(store, params), changed=True, torn=store.torn)
 
 
 ACTIONS = {"spec": action_spec, "next": action_next, "failed_start": action_failed_start}
@@ -280,20 +279,11 @@ def run_action(params):
 
 
 def run(params, check_mode=False):
-    """The action's result (action=spec only in check mode: the others read and write the run)."""
+    """The action's result (result_store.run_on_store); action=spec only in check mode: the
+    others read and write the run."""
     if check_mode and params["action"] != "spec":
         return {"changed": False, "skipped": True, "msg": f"check mode: action={params['action']} not run"}
-    umask = os.umask(0o077)  # (as bench_store: what is made under results/<run>/ is the owner's only)
-    try:
-        return run_action(params)
-    except (ValueError, ResultStoreError) as exc:
-        raise StepFailed(str(exc)) from None
-    except OSError as exc:
-        raise StepFailed(f"bench_search action={params['action']}: {exc.strerror or exc}"
-                         f"{f' ({exc.filename})' if exc.filename else ''}: fix it and run again; the records "
-                         "written so far are kept") from None
-    finally:
-        os.umask(umask)
+    return run_on_store("bench_search", params["action"], lambda: run_action(params))
 
 
 def main():

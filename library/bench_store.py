@@ -8,7 +8,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.bench_results import dumps_strict, point_record
-from ansible.module_utils.controller_step import StepFailed, exit_with_run
+from ansible.module_utils.controller_step import exit_with_run
 from ansible.module_utils.fleet import PLAY_HOSTS_SPEC
 from ansible.module_utils.input_problems import (
     number_of,
@@ -25,6 +25,7 @@ from ansible.module_utils.result_store import (
     new_run_id,
     resume_refusal,
     run_json_content,
+    run_on_store,
 )
 from ansible.module_utils.search_report import trial_fields
 from ansible.module_utils.sweep import (
@@ -641,27 +642,11 @@ def run_action(params):
 
 
 def run(params, check_mode=False):
-    """run_action's result, none in check mode but validate's; what it makes
-    under results/<run>/ is the owner's only (it holds raw client output)."""
+    """run_action's result (result_store.run_on_store), none in check mode but validate's."""
     action = params["action"]
     if check_mode and action != "validate":
         return {"changed": False, "skipped": True, "msg": f"check mode: action={action} not run"}
-    umask = os.umask(0o077)
-    try:
-        result = run_action(params)
-    except (ValueError, ResultStoreError) as exc:
-        raise StepFailed(str(exc)) from None
-    except OSError as exc:  # (the store names its paths; anything else still gets its file named, not a traceback)
-        raise StepFailed(f"bench_store action={action}: {exc.strerror or exc}"
-                         f"{f' ({exc.filename})' if exc.filename else ''}: fix it and run again; the records "
-                         "written so far are kept") from None
-    finally:
-        os.umask(umask)
-    if result.get("torn"):
-        result["warnings"] = [
-            f"records.jsonl ended in a torn line (a writer killed mid-append, or a full disk): it was set aside in "
-            f"{result['torn']} before this record was appended; the point it held runs again"]
-    return result
+    return run_on_store("bench_store", action, lambda: run_action(params))
 
 
 def main():

@@ -38,11 +38,12 @@ import os
 import random
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ansible.module_utils.atomic_file import atomic_write
 from ansible.module_utils.bench_results import dumps_strict, normalize_record
+from ansible.module_utils.controller_step import StepFailed
 from ansible.module_utils.fleet import failed_hosts, hosts_with_missing
 from ansible.module_utils.input_problems import shown
 from ansible.module_utils.redact import redact, redact_text
@@ -169,6 +170,29 @@ def resume_refusal(run_id: str, path: str, existing: Mapping[str, Any] | None, p
     if plan_signature(kept) == plan_signature(plan):
         return None
     return different_plan_message(run_id, path, {"plan": kept}, plan)
+
+
+def run_on_store(module: str, action: str, step: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """step()'s result, as bench_store and bench_search run an action: what it makes under
+    results/<run>/ the owner's only (umask 077: the run holds raw client output); its failures
+    StepFailed, an OSError with its file named, not a traceback; a torn last line of records.jsonl
+    that an append set aside (the result's `torn`) a warning."""
+    umask = os.umask(0o077)
+    try:
+        result = step()
+    except (ValueError, ResultStoreError) as exc:
+        raise StepFailed(str(exc)) from None
+    except OSError as exc:  # (the store names its paths; anything else still gets its file named)
+        raise StepFailed(f"{module} action={action}: {exc.strerror or exc}"
+                         f"{f' ({exc.filename})' if exc.filename else ''}: fix it and run again; the records "
+                         "written so far are kept") from None
+    finally:
+        os.umask(umask)
+    if result.get("torn"):
+        result["warnings"] = [
+            f"records.jsonl ended in a torn line (a writer killed mid-append, or a full disk): it was set aside in "
+            f"{result['torn']} before this record was appended; the point it held runs again"]
+    return result
 
 
 def compared_profiles(run: Mapping[str, Any] | None) -> list[str]:
