@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 import errno
 import json
 import os
@@ -348,6 +349,65 @@ class StandinServer:
         })
         return json_response(info)
 
+    async def loads(self, request: Request) -> Response:
+        # SGLang's /v1/loads, whose JSON smg polls for a worker's load before it falls back to the
+        # /metrics gauges (smg 1.13.0 worker/monitor.rs fetch_http_load): one DP rank, as
+        # 0.5.10.post1 and 0.5.11 answer it (entrypoints/v1_loads.py get_loads; the rank's
+        # fields: scheduler_metrics_mixin.py get_loads, io_struct.py GetLoadsReqOutput). 0.5.11
+        # adds num_total_tokens (used + the waiting requests' tokens) and two totals. The
+        # stand-in runs no grammar, LoRA, speculation or disaggregation: those read 0 or are
+        # left out, as SGLang leaves out a section it has nothing for. (0.5.23 answers a
+        # different envelope: no aggregate, the accelerator's name; not modelled.)
+        sched = self.engine.scheduler if self.engine else None
+        used = sched.used_tokens() if sched else 0
+        waiting = list(sched.waiting) if sched else []
+        newer = config.release(self.args.standin_sglang_version) >= (0, 5, 11)
+        load = {
+            "dp_rank": 0,
+            "num_running_reqs": len(sched.running) if sched else 0,
+            "num_waiting_reqs": len(waiting),
+            "num_used_tokens": used,
+            **({"num_total_tokens": used + sum(r.input_len for r in waiting)} if newer else {}),
+            "max_total_num_tokens": self.total_tokens,
+            "token_usage": round(used / max(1, self.total_tokens), 4),
+            "gen_throughput": round(self.engine.gen_throughput if self.engine else 0.0, 2),
+            "cache_hit_rate": 0.0,
+            "utilization": 0.0,  # (set only under --max-running-requests-under-slo)
+            "max_running_requests": self.max_running,
+            "memory": {"weight_gb": 58.91, "kv_cache_gb": 0.0, "graph_gb": 0.0,
+                       "token_capacity": self.total_tokens},
+            "disaggregation": {"mode": "null", "prefill_prealloc_queue_reqs": 0,
+                               "prefill_inflight_queue_reqs": 0, "decode_prealloc_queue_reqs": 0,
+                               "decode_transfer_queue_reqs": 0, "decode_retracted_queue_reqs": 0,
+                               "kv_transfer_speed_gb_s": 0.0, "kv_transfer_latency_ms": 0.0},
+            "queues": {"waiting": len(waiting), "grammar": 0, "paused": 0, "retracted": 0},
+        }
+        include = {part.strip() for value in request.query.get("include", []) for part in value.split(",")}
+        if include and "all" not in include:
+            sections = {"memory": "memory", "disagg": "disaggregation", "queues": "queues"}
+            for name, key in sections.items():
+                if name not in include:
+                    del load[key]
+        load["num_total_reqs"] = load["num_running_reqs"] + load["num_waiting_reqs"]
+        loads = [load] if request.query.get("dp_rank", ["0"])[-1] == "0" else []
+        aggregate = {
+            "total_running_reqs": load["num_running_reqs"],
+            "total_waiting_reqs": load["num_waiting_reqs"],
+            "total_reqs": load["num_total_reqs"],
+            "avg_token_usage": load["token_usage"],
+            "avg_throughput": load["gen_throughput"],
+            "avg_utilization": load["utilization"],
+        }
+        if newer:
+            aggregate.update(total_used_tokens=used, total_tokens=load["num_total_tokens"])
+        if not loads:  # (the totals over no rank, as _compute_aggregate gives them)
+            aggregate = {key: 0 if key.startswith("total") else 0.0 for key in aggregate}
+        return json_response({
+            "timestamp": datetime.datetime.now(datetime.UTC).isoformat(),
+            "version": self.args.standin_sglang_version, "dp_rank_count": len(loads),
+            "loads": loads, "aggregate": aggregate,
+        })
+
     async def standin_model(self, request: Request) -> Response:
         """What this stand-in's performance model predicts for a benchmark point (the query's
         max_concurrency, num_prompts, input_len, output_len), run on a simulated clock with this
@@ -592,6 +652,7 @@ ROUTES = {
     "/generate": (POST, "generate"),
     "/v1/completions": (("POST",), "completions"),
     "/metrics": (GET, "metrics"),
+    "/v1/loads": (GET, "loads"),
     "/standin/model": (GET, "standin_model"),  # the stand-in's own: not an SGLang endpoint
 }
 

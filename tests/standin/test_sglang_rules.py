@@ -18,9 +18,11 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import itertools
 import logging
 import re
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -159,3 +161,54 @@ def test_num_continuous_decode_steps_changes_nothing_and_is_still_reported(start
     srv = start_server("--num-continuous-decode-steps", "8", "--standin-time-scale", "0.002")
     assert srv.json("GET", "/server_info")["num_continuous_decode_steps"] == 8  # (vars(args), as SGLang's asdict)
     assert "num_continuous_decode_steps=8" in srv.output()  # (the server_args=ServerArgs(...) line)
+
+
+def release_names(version: str, file: str, owner: str) -> list[str]:
+    """What the release's code names in owner: a dataclass's fields, or the keys of the dict a
+    function returns last."""
+    path = SOURCES / version / file
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: run `make sglang-sources` (make unit does)")
+    node = next(n for n in ast.walk(ast.parse(path.read_text()))
+                if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.name == owner)
+    if isinstance(node, ast.ClassDef):
+        return [n.target.id for n in node.body if isinstance(n, ast.AnnAssign)]
+    returned = [n.value for n in ast.walk(node) if isinstance(n, ast.Return) and isinstance(n.value, ast.Dict)][-1]
+    return [key.value for key in returned.keys]
+
+
+@pytest.mark.parametrize("version", ["0.5.10.post1", "0.5.11"])
+def test_v1_loads_answers_as_the_release_does(start_server, version):
+    """/v1/loads, which smg polls for each worker's load, with the release's own fields
+    (io_struct.py GetLoadsReqOutput, v1_loads.py _compute_aggregate), the API key asked, and a
+    request in flight counted."""
+    import threading
+
+    srv = start_server("--standin-sglang-version", version, "--api-key", "sekret", "--standin-time-scale", "1")
+    auth = {"Authorization": "Bearer sekret"}
+    assert srv.request("GET", "/v1/loads")[0] == 401
+    body = {"input_ids": list(range(300)), "sampling_params": {"max_new_tokens": 20000}}
+
+    def in_flight():
+        with contextlib.suppress(OSError):  # (the server stops with it in flight)
+            srv.request("POST", "/generate", body, auth)
+    threading.Thread(target=in_flight, daemon=True).start()
+    for _ in range(100):
+        answer = srv.json("GET", "/v1/loads?include=core,disagg,queues,memory", headers=auth)
+        if answer["loads"][0]["num_running_reqs"]:
+            break
+        time.sleep(0.1)
+    load = answer["loads"][0]
+    fields = release_names(version, "sglang/srt/managers/io_struct.py", "GetLoadsReqOutput")
+    # (speculative and lora: no section where the server runs neither, as in SGLang)
+    assert sorted(load) == sorted({*fields, "num_total_reqs"} - {"timestamp", "speculative", "lora"})
+    assert sorted(answer["aggregate"]) == sorted(
+        release_names(version, "sglang/srt/entrypoints/v1_loads.py", "_compute_aggregate"))
+    assert (answer["version"], answer["dp_rank_count"], load["dp_rank"]) == (version, 1, 0)
+    assert (load["num_running_reqs"], load["num_waiting_reqs"], load["queues"]["waiting"]) == (1, 0, 0)
+    assert load["num_used_tokens"] >= 300 and load["max_total_num_tokens"] == load["memory"]["token_capacity"]
+    assert load["token_usage"] == round(load["num_used_tokens"] / load["max_total_num_tokens"], 4) > 0
+    core = srv.json("GET", "/v1/loads?include=core", headers=auth)["loads"][0]
+    assert not {"memory", "queues", "disaggregation"} & set(core)
+    other_rank = srv.json("GET", "/v1/loads?dp_rank=1", headers=auth)
+    assert (other_rank["loads"], other_rank["dp_rank_count"], other_rank["aggregate"]["total_reqs"]) == ([], 0, 0)
