@@ -2,8 +2,10 @@
 # which the sglang role installs with `pip install --require-hashes -r`: per release of the
 # compatibility table (roles/sglang/vars/main.yml) and per Python of the supported hosts, resolved
 # by scripts/sglang_lock.py with uv (a pinned uv in its own venv under SGLPB_CACHE) as PyPI was at
-# LOCK_EXCLUDE_NEWER, so a rerun gives the same files. To move a lock to newer packages, raise
-# LOCK_EXCLUDE_NEWER (here, so that it is the one date every lock was made at) and run `make lock`.
+# LOCK_EXCLUDE_NEWER; a lock that exists keeps its pins where the inputs allow, so a rerun gives
+# the same files and a new constraint of the table moves only what it must. To move a lock to newer
+# packages, raise LOCK_EXCLUDE_NEWER (here, so that it is the one date every lock was made at),
+# delete the locks and run `make lock`.
 # A lock of your own (extras, more pins, another index):
 #   make lock-0.5.10.post1 LOCK_EXTRAS=a,b LOCK_PACKAGES='flashinfer-python==X' LOCK_OUT_DIR=/path
 # then point sglang_lock at it.

@@ -47,7 +47,7 @@ not a failure. It is one when
   right after its traceback.
 
 A traceback followed by a new SGLang log record (the process went on) was caught: it is
-kept in ``caught_errors`` (its exception line), never a failure kind, and the error
+kept in ``caught_errors`` (its exception line, each once), never a failure kind, and the error
 patterns its lines match (an "NCCL error" in a caught exception) do not count either.
 Error patterns outside any traceback count as they appear (uvicorn's own
 ``ERROR:    [Errno 98] ...`` line).
@@ -284,8 +284,10 @@ class LogWatcher:
         tb, self._tb = self._tb, None
         if tb is None or tb.fatal:
             return
-        if len(self.caught_errors) < CAUGHT_ERRORS_MAX:
-            self.caught_errors.append(tb.error or tb.header)
+        error = tb.error or tb.header
+        # (each once: a poll that fails the same way every 10 s, smg's of /v1/loads, is one error)
+        if error not in self.caught_errors and len(self.caught_errors) < CAUGHT_ERRORS_MAX:
+            self.caught_errors.append(error)
 
     def _match(self, message: str, tb: _Traceback | None) -> None:
         found = tb.found if tb is not None else self._first

@@ -7,15 +7,18 @@ roles/sglang/vars/main.yml, from PyPI, where torch is the build of the release's
 `uv pip compile` for the host platform (Linux x86_64, manylinux 2.35: Ubuntu 22.04's glibc, the
 oldest of the supported hosts) and each Python the role makes the venv with (the hosts'
 /usr/bin/python3: Ubuntu 22.04's 3.10, Debian 12's 3.11, Ubuntu 24.04's 3.12), with every
-sha256 the index has, and nothing newer than the cut-off date (--exclude-newer), so the same
-command gives the same lock on any day. The lock's `# sglang-lock:` line is what the role checks
+sha256 the index has, and nothing newer than the cut-off date (--exclude-newer). A lock that
+exists keeps its pins where the inputs allow (uv prefers its output file's versions): a new
+constraint of the table moves only what it must, and a rerun gives the same lock on any day. The lock's `# sglang-lock:` line is what the role checks
 (roles/sglang/tasks/validate.yml) and module_utils/sglang_lock.py parses.
 """
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -39,13 +42,27 @@ def compile_(uv: str, options: list[str], requirements: list[str]) -> subprocess
                           input="\n".join(requirements) + "\n", capture_output=True, text=True, check=False)
 
 
+def compile_keeping(uv: str, options: list[str], requirements: list[str], previous: Path) -> subprocess.CompletedProcess:
+    """compile_, keeping the pins of the lock made before where the requirements allow: uv
+    prefers the versions of its output file, so a new constraint moves only what it must (and
+    a rerun is the same lock whatever the index holds now)."""
+    if not previous.is_file():
+        return compile_(uv, options, requirements)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / previous.name
+        shutil.copyfile(previous, out)
+        proc = compile_(uv, [*options, "--output-file", str(out)], requirements)
+        proc.stdout = out.read_text() if proc.returncode == 0 else proc.stdout
+    return proc
+
+
 def resolve(uv: str, release: str, torch: str, python: str, extras: list[str], packages: list[str],
-            exclude_newer: str, index_url: str, out: Path) -> None:
+            exclude_newer: str, index_url: str, out: Path, constraints: list[str] = ()) -> None:
     sglang = "sglang" + (f"[{','.join(extras)}]" if extras else "") + f"=={release}"
-    requirements = [sglang, f"torch=={torch}", *packages]
+    requirements = [sglang, f"torch=={torch}", *constraints, *packages]
     options = ["--python-platform", PLATFORM, "--python-version", python, "--generate-hashes",
                "--exclude-newer", exclude_newer, "--index-url", index_url]
-    proc = compile_(uv, options, requirements)
+    proc = compile_keeping(uv, options, requirements, out)
     if proc.returncode != 0 and compile_(uv, [*options, "--no-deps"], [f"sglang=={release}"]).returncode != 0:
         # (the release alone does not resolve for this Python: it has no wheel for it)
         print(f"sglang {release} has no release for Python {python}: no lock", file=sys.stderr)
@@ -59,8 +76,10 @@ def resolve(uv: str, release: str, torch: str, python: str, extras: list[str], p
         "# (pip install --require-hashes -r) when the host's venv Python is that version.",
         f"# Made by `make lock-{release}` (mk/lock.mk, scripts/sglang_lock.py) with {uv_version}:",
         f"#   uv pip compile {' '.join(options)}",
-        f"# from: {' '.join(requirements)} (torch: the pin of roles/sglang/vars/main.yml's compatibility",
-        "# table; PyPI's torch wheel, with the CUDA libraries of the release's lane, as the role installs it).",
+        "# (the lock made before, where there was one, as its output file: its pins kept where these allow)",
+        f"# from: {' '.join(requirements)} (torch and any constraints: roles/sglang/vars/main.yml's",
+        "# compatibility table; PyPI's torch wheel, with the CUDA libraries of the release's lane, as the",
+        "# role installs it).",
         "# Do not edit: change the inputs and run the target again.",
         f"# sglang-lock: sglang={release} torch={torch} python={python} platform={PLATFORM}"
         f" extras={','.join(extras)} packages={','.join(packages)} exclude-newer={exclude_newer}",
@@ -95,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     for release in releases:
         for python in args.python or PYTHONS:
             resolve(args.uv, release, str(table[release]["torch"]), python, extras, packages,
-                    args.exclude_newer, args.index_url, args.out_dir / lock_name(release, python))
+                    args.exclude_newer, args.index_url, args.out_dir / lock_name(release, python),
+                    table[release].get("constraints", []))
     return 0
 
 

@@ -14,6 +14,9 @@
 #   bash scripts/real_gpu/run.sh kvpool  # .whl2/ carried, after part1: which args change the KV
 #                                        # pool (module_utils/engine_args.py kv_pool_args), one
 #                                        # server at a time, each stopped once its pool is allocated
+#   bash scripts/real_gpu/run.sh smg     # .whl3/ carried, after part1: smg 1.13.0 installed
+#   bash scripts/real_gpu/run.sh loads   # .whl2/ carried, after smg: /v1/loads idle and busy, and
+#                                        # which endpoints smg polls in front of real SGLang
 # part1: host facts, nvidia-smi outputs (idle), gpu_facts, the model, the launch scripts.
 # part2: three servers on the GPU (A: decode steps 1, max-running-requests unset; B: decode steps
 # 8, max-running-requests 8192; C: max-running-requests 16, started without openai-harmony),
@@ -287,6 +290,64 @@ mfs05-cps8192|--mem-fraction-static 0.5 --chunked-prefill-size 8192
 mfs05-neutral|--mem-fraction-static 0.5 --chunked-prefill-size 2048 --schedule-policy lpm --stream-interval 8 --max-running-requests 64 --enable-metrics
 SETS
   cat "$RES/kvpool.txt"
+}
+
+smg() {  # smg 1.13.0 (.whl3/, made by wheels.sh) into /tmp/site_smg, for the loads stage
+  step "smg on $(hostname)"
+  install /tmp/site_smg "$REPO"/.whl3/*.whl
+}
+
+loads() {  # real /v1/loads idle and under load, and smg 1.13.0 in front: which endpoint it polls
+  step "loads on $(hostname), budget ${BUDGET}s"
+  if [ ! -d /tmp/site1 ] || [ ! -d /tmp/site_smg ] || [ ! -f "$RUN/model/config.json" ] || [ ! -f "$RUN/run_A.sh" ]; then
+    step "no /tmp/site1, /tmp/site_smg, model or launch scripts: not the machine part1 and smg ran on"
+    return 1
+  fi
+  [ -d /tmp/site2 ] || install /tmp/site2 "$REPO"/.whl2/*.whl || return 1
+  local head S=http://127.0.0.1:30000 R=http://127.0.0.1:30080 i
+  head=$(sed -n '1,/sglang.launch_server/p' "$RUN/run_A.sh" | sed 's#^export PYTHONPATH=.*#export PYTHONPATH=/tmp/site2:/tmp/site1#')
+  printf '%s\n  %s\n' "$head" "--model-path $RUN/model --host 127.0.0.1 --port 30000 --tp-size 1 --attention-backend triton \
+    --sampling-backend pytorch --grammar-backend none --enable-metrics --mem-fraction-static 0.5" >"$RUN/run_loads.sh"
+  date +%s.%N >"$RUN/start_loads"
+  setsid bash "$RUN/run_loads.sh" >"$LOGS/server_loads.log" 2>&1 </dev/null &
+  local pid=$!
+  "${TOOLS[@]}" wait-ready "$RES/timings.json" "$(ready_left)" "loads=$S,$RUN/start_loads,$LOGS/server_loads.log" | tee -a "$RES/steps.log"
+  "${TOOLS[@]}" get "$S/v1/loads" "$RES/loads-idle.json" >>"$RES/steps.log" 2>&1
+  "${TOOLS[@]}" get "$S/v1/loads?include=core,disagg,queues,memory" "$RES/loads-idle-smg.json" >>"$RES/steps.log" 2>&1
+  "${TOOLS[@]}" get "$S/v1/loads?dp_rank=1" "$RES/loads-rank1.json" >>"$RES/steps.log" 2>&1
+  step "smg in front (cache_aware, smg's defaults)"
+  PYTHONPATH=/tmp/site_smg:/tmp/site2 setsid "$PY" -c 'import sys; from smg.launch_router import launch_router, parse_router_args; launch_router(parse_router_args(sys.argv[1:]))' \
+    --worker-urls "$S" --policy cache_aware --host 127.0.0.1 --port 30080 --prometheus-host 127.0.0.1 \
+    --prometheus-port 29000 >"$LOGS/smg.log" 2>&1 </dev/null &
+  local smg_pid=$!
+  for i in $(seq 1 60); do curl -fsS "$R/readiness" >/dev/null 2>&1 && break; sleep 1; done
+  step "load through smg: 64 at a time, 256 requests of 128 + 512 tokens"
+  "$PY" - "$R" >"$RES/load-through-smg.txt" 2>&1 <<'PYEOF' &
+import concurrent.futures, json, sys, time, urllib.request
+url = sys.argv[1] + "/generate"
+def one(i):
+    body = json.dumps({"input_ids": [(i * 7 + k) % 1000 + 10 for k in range(128)],
+                       "sampling_params": {"max_new_tokens": 512, "ignore_eos": True}}).encode()
+    req = urllib.request.Request(url, body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=300) as r:
+        return r.status
+t = time.time()
+with concurrent.futures.ThreadPoolExecutor(64) as pool:
+    codes = list(pool.map(one, range(256)))
+print({c: codes.count(c) for c in set(codes)}, round(time.time() - t, 1), "s")
+PYEOF
+  local load=$!
+  for i in 1 2 3 4 5 6; do
+    sleep 3
+    "${TOOLS[@]}" get "$S/v1/loads?include=core,disagg,queues,memory" "$RES/loads-busy-$i.json" >>"$RES/steps.log" 2>&1
+  done
+  wait "$load"; cat "$RES/load-through-smg.txt"
+  sleep 12  # (one more poll of smg's, every 10 s, after the load)
+  "${TOOLS[@]}" get "http://127.0.0.1:29000/metrics" "$RES/smg-metrics.txt" >>"$RES/steps.log" 2>&1
+  grep -oE '"GET /(v1/loads|metrics|get_load|health|health_generate|model_info|get_model_info|server_info|get_server_info)[^ ]* HTTP' \
+    "$LOGS/server_loads.log" | sort | uniq -c | tee "$RES/smg-polls.txt"
+  cp -f "$LOGS/smg.log" "$RES/smg.log"
+  kill -TERM -- "-$smg_pid" "-$pid" 2>/dev/null; sleep 2; kill -KILL -- "-$smg_pid" "-$pid" 2>/dev/null
 }
 
 "$stage"

@@ -14,7 +14,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 PART1="sglang-kernel==0.4.2 transformers==5.6.0 tokenizers==0.22.2 ansible-core==2.19.14
   resolvelib==1.2.1 cryptography==50.0.2 cffi==2.1.1 pycparser==3.12 typing-extensions==4.16.0"
 PART2="sglang==0.5.11 flashinfer-python==0.6.8.post1 apache-tvm-ffi==0.1.15.post2
-  fastapi==0.165.0 starlette==1.10.0 uvicorn==0.54.0 pydantic==2.14.4 pydantic-core==2.50.5
+  fastapi==0.136.3 starlette==1.10.0 uvicorn==0.54.0 pydantic==2.14.4 pydantic-core==2.50.5
   annotated-types==0.8.0 typing-inspection==0.4.5 orjson==3.13.0 pyzmq==27.3.0
   python-multipart==0.0.34 msgspec==0.23.0 setproctitle==1.3.8 pybase64==1.5.1
   partial-json-parser==0.2.1.1.post7 interegular==0.3.3 ipython==9.18.1 traitlets==5.16.1
@@ -36,6 +36,7 @@ download() {  # DEST SPECS...
 download .whl1 $PART1
 # shellcheck disable=SC2086
 download .whl2 $PART2
+download .whl3 smg==1.13.0  # (run.sh smg; it imports setproctitle, in .whl2)
 kernel=$(ls .whl1/sglang_kernel-0.4.2-*.whl)
 if unzip -l "$kernel" | grep -q 'sgl_kernel/flash_ops'; then
   work=$(mktemp -d)
@@ -44,4 +45,4 @@ if unzip -l "$kernel" | grep -q 'sgl_kernel/flash_ops'; then
   (cd "$work" && rm -f "$OLDPWD/$kernel" && python3 -m zipfile -c "$OLDPWD/$kernel" ./*)
   rm -rf "$work"
 fi
-du -sh .whl1 .whl2
+du -sh .whl1 .whl2 .whl3

@@ -383,3 +383,50 @@ def test_the_report_recommends_no_more_than_sglang_chose_itself(tmp_path):
     report = (tmp_path / "h200" / "report.md").read_text()
     assert "| h200 | 3,626,350 | 128 + 128 | 14,165 | 4,096 (SGLang's own limit: 4,096) |" in report
     assert "as the engine ran them: max-running-requests 4096 in effect (not set: SGLang's own choice)" in report
+
+
+def smg_polls(folder):
+    """smg's GETs of /v1/loads and /metrics in the server's access log (the stage's own GETs,
+    steps.log, taken away), and smg's own count of its load polls."""
+    log, steps = text(f"{folder}/server_loads.log"), text(f"{folder}/steps.log")
+    counted = re.search(r'^smg_engine_load_polls_total\{[^}]*\} (\d+)$', text(f"{folder}/smg-metrics.txt"), re.M)
+    return {path: len(re.findall(rf'"GET /{path}\S* HTTP/1.1"', log)) - len(re.findall(rf"GET \S+:30000/{path}\S*: ", steps))
+            for path in ("v1/loads", "metrics")}, int(counted.group(1))
+
+
+def engine_gauges(folder):
+    """smg's gauges of the worker's load, as its /metrics had them after the load."""
+    return dict(re.findall(r'^smg_engine_(\w+)\{worker="http://127.0.0.1:30000"[^}]*\} (\S+)$',
+                           text(f"{folder}/smg-metrics.txt"), re.M))
+
+
+def test_v1_loads_with_metrics_under_fastapi_0_165_answers_500_and_the_tracebacks_are_caught():
+    # loads-fastapi-0.165.0/: --enable-metrics, FastAPI 0.165.0 (the locks' before they kept
+    # FastAPI below 0.137): every /v1/loads 500, uvicorn's traceback each time, smg 1.13.0 in
+    # front polling it every 10 s; the server went on serving (256 requests through smg)
+    log = text("loads-fastapi-0.165.0/server_loads.log")
+    answers = re.findall(r'"GET /v1/loads\S* HTTP/1.1" (\d+)', log)
+    assert set(answers) == {"500"} and log.count("Exception in ASGI application") == len(answers)
+    assert smg_polls("loads-fastapi-0.165.0") == ({"v1/loads": 4, "metrics": 1}, 4)
+    assert "{200: 256}" in text("loads-fastapi-0.165.0/load-through-smg.txt")
+    # smg's load of the worker then came from the /metrics gauges, which SGLang sets when it logs
+    # a batch: read after the load had ended, they still said 64 running
+    assert engine_gauges("loads-fastapi-0.165.0")["running_requests"] == "64"
+    # (while it served: the stage's SIGTERM at the end made the scheduler log a fatal line)
+    state = classify_log(log[:log.index("SIGTERM received")])
+    assert state["failure_kind"] is None and state["ready"] is True
+    assert state["caught_errors"] == ["AttributeError: '_IncludedRouter' object has no attribute 'path'"]
+
+
+def test_v1_loads_with_metrics_under_the_locks_fastapi_answers_and_smg_reads_it():
+    # loads/: the same with FastAPI 0.136.3 (the locks' now): every /v1/loads 200, no traceback;
+    # smg read every load from it (no /metrics), and its gauges are the server's at its last poll
+    # (no request left running)
+    log = text("loads/server_loads.log")
+    assert set(re.findall(r'"GET /v1/loads\S* HTTP/1.1" (\d+)', log)) == {"200"} and "Traceback" not in log
+    assert smg_polls("loads") == ({"v1/loads": 4, "metrics": 0}, 4)
+    assert "{200: 256}" in text("loads/load-through-smg.txt")
+    gauges = engine_gauges("loads")
+    assert gauges["running_requests"] == gauges["waiting_requests"] == "0"
+    busy = data("loads/loads-busy-1.json")["loads"][0]
+    assert busy["num_running_reqs"] == 64 and busy["max_total_num_tokens"] == busy["memory"]["token_capacity"]

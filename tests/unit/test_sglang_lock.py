@@ -1,6 +1,7 @@
 """The server venv's locks: the committed files (roles/sglang/files/locks/) against the compatibility
 table, their parser and the installed-set comparison (module_utils/sglang_lock.py), the module
 sglang_venv_packages on a real venv's Python, and scripts/sglang_lock.py's output read back."""
+import ast
 import json
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import pytest
 import sglang_venv_packages
 import yaml
 from ansible.module_utils.sglang_lock import LockError, compare, normalize, parse_lock
+from packaging.requirements import Requirement
 
 REPO = Path(__file__).resolve().parents[2]
 LOCKS = REPO / "roles/sglang/files/locks"
@@ -111,10 +113,15 @@ def test_the_lock_script_writes_what_the_parser_and_the_role_read(tmp_path):
     # a uv that answers as uv pip compile does, with the requirements it was given
     uv = tmp_path / "uv"
     # (and as it does for a Python the release has no wheel for: it fails)
+    # (a constraint, the table's fastapi<0.137, resolves to 0.136.3; with --output-file, uv writes
+    # there, after reading the pins it holds: the fake keeps a copy of what it found)
     uv.write_text("#!/bin/sh\n[ \"$1\" = --version ] && { echo 'uv 9.9.9'; exit 0; }\n"
                   "case \"$*\" in *'--python-version 3.10'*) echo 'no wheel for cp310' >&2; exit 1;; esac\n"
                   "echo \"$@\" > \"$(dirname \"$0\")/argv\"\n"
-                  "sed 's/\\[.*\\]//; s/$/ \\\\/' | while read -r pin; do printf '%s\\n    --hash=sha256:ab\\n' \"$pin\"; done\n")
+                  "out=$(echo \"$@\" | sed -n 's/.*--output-file \\([^ ]*\\).*/\\1/p')\n"
+                  "[ -n \"$out\" ] && cp \"$out\" \"$(dirname \"$0\")/previous\"\n"
+                  "sed 's/\\[.*\\]//; s/<.*/==0.136.3/; s/$/ \\\\/' | while read -r pin; do\n"
+                  "  printf '%s\\n    --hash=sha256:ab\\n' \"$pin\"; done > \"${out:-/dev/stdout}\"\n")
     uv.chmod(0o755)
     made = subprocess.run([sys.executable, str(REPO / "scripts/sglang_lock.py"), "--uv", str(uv),
                            "--python", "3.10", "--python", "3.11", "--exclude-newer", "2026-01-01T00:00:00Z",
@@ -123,12 +130,60 @@ def test_the_lock_script_writes_what_the_parser_and_the_role_read(tmp_path):
     assert made.stderr == "sglang 0.5.10.post1 has no release for Python 3.10: no lock\n"
     assert sorted(p.name for p in tmp_path.glob("*.txt")) == ["sglang-0.5.10.post1-py3.11.txt"]
     lock = parse_lock((tmp_path / "sglang-0.5.10.post1-py3.11.txt").read_text())
-    assert lock["pins"] == {"sglang": "0.5.10.post1", "torch": "2.9.1", "flashinfer-python": "0.6.8"}
+    assert lock["pins"] == {"sglang": "0.5.10.post1", "torch": "2.9.1", "fastapi": "0.136.3",
+                            "flashinfer-python": "0.6.8"}
+    assert "--output-file" not in (tmp_path / "argv").read_text()  # (no lock before)
     assert lock["meta"]["extras"] == "tracing" and lock["meta"]["python"] == "3.11"
     argv = (tmp_path / "argv").read_text().split()
     for option in ("--python-platform", "x86_64-manylinux_2_35", "--python-version", "3.11",
                    "--generate-hashes", "--exclude-newer", "2026-01-01T00:00:00Z"):
         assert option in argv
+    # made again: uv is given the lock made before as its output file, to keep its pins
+    first = (tmp_path / "sglang-0.5.10.post1-py3.11.txt").read_text()
+    subprocess.run([sys.executable, str(REPO / "scripts/sglang_lock.py"), "--uv", str(uv), "--python", "3.11",
+                    "--exclude-newer", "2026-01-01T00:00:00Z", "--extras", "tracing", "--packages",
+                    "flashinfer-python==0.6.8", "--out-dir", str(tmp_path), "0.5.10.post1"], check=True)
+    assert "--output-file" in (tmp_path / "argv").read_text() and (tmp_path / "previous").read_text() == first
+    assert (tmp_path / "sglang-0.5.10.post1-py3.11.txt").read_text() == first
     unknown = subprocess.run([sys.executable, str(REPO / "scripts/sglang_lock.py"), "--exclude-newer", "2026-01-01",
                               "0.4.0"], capture_output=True, text=True)
     assert unknown.returncode == 2 and "not in the compatibility table" in unknown.stderr
+
+
+SOURCES = REPO / ".cache" / "sglang-sources"
+
+
+def request_path_rule(version: str) -> str:
+    """What the release's metrics middleware (--enable-metrics) counts a matched request under:
+    the first element its _get_fastapi_request_path returns for a route that matched."""
+    for name in ("sglang/srt/utils/common.py", "sglang/srt/observability/http_request_metrics.py"):
+        path = SOURCES / version / name
+        if path.is_file() and "def _get_fastapi_request_path" in path.read_text():
+            func = next(n for n in ast.walk(ast.parse(path.read_text()))
+                        if isinstance(n, ast.FunctionDef) and n.name == "_get_fastapi_request_path")
+            matched = next(n.value for n in ast.walk(func) if isinstance(n, ast.Return)
+                           and isinstance(n.value, ast.Tuple) and ast.unparse(n.value.elts[1]) == "True")
+            return ast.unparse(matched.elts[0])
+    pytest.fail(f"no _get_fastapi_request_path in {SOURCES / version}: run `make sglang-sources` (make unit does)")
+
+
+@pytest.mark.parametrize("version", ["0.5.10.post1", "0.5.11", "0.5.23"])
+def test_a_release_that_reads_route_path_is_locked_below_fastapi_0_137(version):
+    # FastAPI 0.137.0 mounts an included router (SGLang's /v1/loads) as an _IncludedRouter with no
+    # path: a release whose metrics middleware reads route.path answers /v1/loads 500 there, as a
+    # real 0.5.11 with FastAPI 0.165.0 did (tests/fixtures/real-sglang-0.5.11/loads-fastapi-0.165.0)
+    rule = request_path_rule(version)
+    fastapi = [c for c in COMPAT[version].get("constraints", []) if Requirement(c).name == "fastapi"]
+    if rule == "route.path":
+        assert fastapi == ["fastapi<0.137"], version
+    else:
+        assert (rule, fastapi) == ("getattr(route, 'path', request.url.path)", [])
+
+
+@pytest.mark.parametrize("path", locks(), ids=lambda p: p.name)
+def test_each_lock_meets_its_releases_constraints(path):
+    release = path.name[len("sglang-"):-len(".txt")].rsplit("-py", 1)[0]
+    pins = parse_lock(path.read_text())["pins"]
+    for constraint in COMPAT[release].get("constraints", []):
+        wanted = Requirement(constraint)
+        assert wanted.specifier.contains(pins[normalize(wanted.name)]), (constraint, "run make lock-" + release)
