@@ -41,6 +41,12 @@ class Engine:
         self.crash_after: int | None = None
         self.served = 0  # completed client requests (warm-up and health checks excluded)
         self.gen_throughput = 0.0
+        # The scheduler's /metrics gauges as of the batch it last logged: SGLang sets them only
+        # where it logs a prefill or a decode batch (observability/scheduler_metrics_mixin.py,
+        # 0.5.11:424-461 and 593-653), so after a load they keep its last values (a real 0.5.11
+        # said 29 running once its load had ended: tests/fixtures/real-sglang-0.5.11/
+        # A-metrics.after.txt). /v1/loads reads the scheduler as it is.
+        self.logged = {"running": 0, "queue": 0, "used": 0, "usage": 0.0}
         self._log_tokens = 0
         self._log_model_s = 0.0
         # sglang:prompt_tokens_total and sglang:generation_tokens_total: SGLang's tokenizer manager
@@ -124,6 +130,8 @@ class Engine:
 
     def _log_prefill(self, step) -> None:
         used, usage = self._usage()
+        self.logged = {"running": len(self.scheduler.running) - len(step.requests),
+                       "queue": len(self.scheduler.waiting), "used": used, "usage": usage}
         logs.scheduler_log.info(
             "Prefill batch, #new-seq: %d, #new-token: %d, #cached-token: 0, "
             "#token: %d, token usage: %.2f, #running-req: %d, #queue-req: %d, #pending-token: 0, ",
@@ -133,6 +141,8 @@ class Engine:
 
     def _log_decode(self) -> None:
         used, usage = self._usage()
+        self.logged = {"running": len(self.scheduler.running), "queue": len(self.scheduler.waiting),
+                       "used": used, "usage": usage}
         # Throughput of the modelled GPU server, in its own (modelled) seconds.
         self.gen_throughput = self._log_tokens / self._log_model_s if self._log_model_s else 0.0
         self._log_tokens, self._log_model_s = 0, 0.0
@@ -353,17 +363,20 @@ class StandinServer:
         # SGLang's /v1/loads, whose JSON smg polls for a worker's load before it falls back to the
         # /metrics gauges (smg 1.13.0 worker/monitor.rs fetch_http_load): one DP rank, as
         # 0.5.10.post1 and 0.5.11 answer it (entrypoints/v1_loads.py get_loads; the rank's
-        # fields: scheduler_metrics_mixin.py get_loads, io_struct.py GetLoadsReqOutput). 0.5.11
-        # adds num_total_tokens (used + the waiting requests' tokens) and two totals. The
-        # stand-in runs no grammar, LoRA, speculation or disaggregation: those read 0 or are
-        # left out, as SGLang leaves out a section it has nothing for. (0.5.23 answers a
-        # different envelope: no aggregate, the accelerator's name; not modelled.)
+        # fields: scheduler_metrics_mixin.py get_loads, io_struct.py GetLoadsReqOutput), and as a
+        # real 0.5.11 did on an H200 (tests/fixtures/real-sglang-0.5.11/loads). The rank's
+        # dp_rank is None without data parallelism: left out of the load, as None values are
+        # (_loads_dict_factory), and ?dp_rank=N matches no rank. 0.5.11 adds num_total_tokens
+        # (used + the waiting requests' tokens) and two totals. The stand-in runs no grammar,
+        # LoRA, speculation or disaggregation: those read 0 or are left out, as SGLang leaves out
+        # a section it has nothing for. (With --enable-metrics, SGLang before 0.5.16 answers 500
+        # under FastAPI 0.137+; roles/sglang's locks keep FastAPI below it: vars/main.yml. 0.5.23
+        # answers a different envelope: no aggregate, the accelerator's name; not modelled.)
         sched = self.engine.scheduler if self.engine else None
         used = sched.used_tokens() if sched else 0
         waiting = list(sched.waiting) if sched else []
         newer = config.release(self.args.standin_sglang_version) >= (0, 5, 11)
         load = {
-            "dp_rank": 0,
             "num_running_reqs": len(sched.running) if sched else 0,
             "num_waiting_reqs": len(waiting),
             "num_used_tokens": used,
@@ -389,7 +402,7 @@ class StandinServer:
                 if name not in include:
                     del load[key]
         load["num_total_reqs"] = load["num_running_reqs"] + load["num_waiting_reqs"]
-        loads = [load] if request.query.get("dp_rank", ["0"])[-1] == "0" else []
+        loads = [] if request.query.get("dp_rank") else [load]
         aggregate = {
             "total_running_reqs": load["num_running_reqs"],
             "total_waiting_reqs": load["num_waiting_reqs"],
@@ -454,15 +467,12 @@ class StandinServer:
         tokenizer_label = f'{{model_name="{self.args.served_model_name}",engine_type="unified"}}'
         tokenizer_counters = ("prompt_tokens_total", "generation_tokens_total", "num_requests_total")
         eng = self.engine
-        sched = eng.scheduler if eng else None
-        used = sched.used_tokens() if sched else 0
+        logged = eng.logged if eng else {"running": 0, "queue": 0, "used": 0, "usage": 0.0}
         rows = [
-            ("num_running_reqs", "gauge", "The number of running requests.",
-             len(sched.running) if sched else 0),
-            ("num_queue_reqs", "gauge", "The number of requests in the waiting queue.",
-             len(sched.waiting) if sched else 0),
-            ("num_used_tokens", "gauge", "The number of used tokens.", used),
-            ("token_usage", "gauge", "The token usage.", used / max(1, self.total_tokens)),
+            ("num_running_reqs", "gauge", "The number of running requests.", logged["running"]),
+            ("num_queue_reqs", "gauge", "The number of requests in the waiting queue.", logged["queue"]),
+            ("num_used_tokens", "gauge", "The number of used tokens.", logged["used"]),
+            ("token_usage", "gauge", "The token usage.", logged["usage"]),
             ("gen_throughput", "gauge", "The generation throughput (token/s).",
              eng.gen_throughput if eng else 0.0),
             ("max_total_num_tokens", "gauge", "Maximum total number of tokens in the KV cache pool.",

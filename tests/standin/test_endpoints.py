@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 from sglang_standin import tokenizer
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real-sglang-0.5.11"
 
 
 def test_health_endpoints(server):
@@ -123,6 +127,22 @@ def test_metrics_count_a_finished_requests_tokens_with_sglangs_labels(start_serv
     assert after["running_reqs"] == 0 and after["queue_reqs"] == 0
     assert 'sglang:generation_tokens_total{model_name="standin/model",engine_type="unified"} ' in text
     assert 'tp_rank="0",pp_rank="0",moe_ep_rank="0"}' in text
+
+
+def test_metrics_gauges_keep_the_last_logged_batch_as_sglang_does(start_server):
+    # SGLang sets its scheduler's gauges where it logs a batch, so once a load has ended they keep
+    # the last logged values (a real 0.5.11: 29 running after its load, A-metrics.after.txt),
+    # while /v1/loads reads the scheduler as it is (0 running: real-sglang-0.5.11/loads)
+    from ansible.module_utils.server_metrics import scrape_sample
+    real = scrape_sample((REAL / "A-metrics.after.txt").read_text())
+    assert real["running_reqs"] == 29
+    srv = start_server("--enable-metrics", "--standin-time-scale", "0.002")
+    data = srv.json("POST", "/generate", {"input_ids": [1, 2, 3], "sampling_params": {"max_new_tokens": 100}})
+    assert data["meta_info"]["completion_tokens"] == 100
+    after = scrape_sample(srv.request("GET", "/metrics")[1].decode())
+    assert (after["running_reqs"], after["queue_reqs"]) == (1, 0) and after["token_usage"] > 0
+    assert srv.json("GET", "/v1/loads")["loads"][0]["num_running_reqs"] == 0
+    assert re.search(r"Decode batch, #running-req: 1, ", srv.output())
 
 
 def test_metrics_off_without_flag(start_server):
