@@ -22,6 +22,8 @@ GPU_MEMORY_GB = 94.97
 # on a bf16 model, as the real 0.5.11 log in tests/fixtures/real-sglang-0.5.11 shows)
 KV_CACHE_DTYPES = {"auto": "torch.bfloat16", "bf16": "torch.bfloat16", "bfloat16": "torch.bfloat16",
                    "fp8_e4m3": "torch.float8_e4m3fn", "fp8_e5m2": "torch.float8_e5m2"}
+#: The scheduler's gauges before it has logged a batch (Engine.logged).
+NOTHING_LOGGED = {"running": 0, "queue": 0, "used": 0, "usage": 0.0}
 INTERNAL_RIDS = ("HEALTH_CHECK", "warmup")  # requests the server makes itself
 # _receive_requests: event-loop rounds without a new request that end a burst, and its bound
 RECEIVE_QUIET_ROUNDS = 3
@@ -46,7 +48,7 @@ class Engine:
         # 0.5.11:424-461 and 593-653), so after a load they keep its last values (a real 0.5.11
         # said 29 running once its load had ended: tests/fixtures/real-sglang-0.5.11/
         # A-metrics.after.txt). /v1/loads reads the scheduler as it is.
-        self.logged = {"running": 0, "queue": 0, "used": 0, "usage": 0.0}
+        self.logged = dict(NOTHING_LOGGED)
         self._log_tokens = 0
         self._log_model_s = 0.0
         # sglang:prompt_tokens_total and sglang:generation_tokens_total: SGLang's tokenizer manager
@@ -385,7 +387,7 @@ class StandinServer:
             "token_usage": round(used / max(1, self.total_tokens), 4),
             "gen_throughput": round(self.engine.gen_throughput if self.engine else 0.0, 2),
             "cache_hit_rate": 0.0,
-            "utilization": 0.0,  # (set only under --max-running-requests-under-slo)
+            "utilization": 0.0,  # (only with a max_running_requests_under_SLO, which no server arg sets)
             "max_running_requests": self.max_running,
             "memory": {"weight_gb": 58.91, "kv_cache_gb": 0.0, "graph_gb": 0.0,
                        "token_capacity": self.total_tokens},
@@ -467,7 +469,7 @@ class StandinServer:
         tokenizer_label = f'{{model_name="{self.args.served_model_name}",engine_type="unified"}}'
         tokenizer_counters = ("prompt_tokens_total", "generation_tokens_total", "num_requests_total")
         eng = self.engine
-        logged = eng.logged if eng else {"running": 0, "queue": 0, "used": 0, "usage": 0.0}
+        logged = eng.logged if eng else NOTHING_LOGGED
         rows = [
             ("num_running_reqs", "gauge", "The number of running requests.", logged["running"]),
             ("num_queue_reqs", "gauge", "The number of requests in the waiting queue.", logged["queue"]),
