@@ -9,8 +9,9 @@ oldest of the supported hosts) and each Python the role makes the venv with (the
 /usr/bin/python3: Ubuntu 22.04's 3.10, Debian 12's 3.11, Ubuntu 24.04's 3.12), with every
 sha256 the index has, and nothing newer than the cut-off date (--exclude-newer). A lock that
 exists keeps its pins where the inputs allow (uv prefers its output file's versions): a new
-constraint of the table moves only what it must, and a rerun gives the same lock on any day. The lock's `# sglang-lock:` line is what the role checks
-(roles/sglang/tasks/validate.yml) and module_utils/sglang_lock.py parses.
+constraint of the table moves only what it must, and a rerun gives the same lock on any day.
+The lock's `# sglang-lock:` line is what the role checks (roles/sglang/tasks/validate.yml) and
+module_utils/sglang_lock.py parses.
 """
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def compile_keeping(uv: str, options: list[str], requirements: list[str], previo
 
 
 def resolve(uv: str, release: str, torch: str, python: str, extras: list[str], packages: list[str],
-            exclude_newer: str, index_url: str, out: Path, constraints: list[str] = ()) -> None:
+            exclude_newer: str, index_url: str, out: Path, constraints: list[str]) -> None:
     sglang = "sglang" + (f"[{','.join(extras)}]" if extras else "") + f"=={release}"
     requirements = [sglang, f"torch=={torch}", *constraints, *packages]
     options = ["--python-platform", PLATFORM, "--python-version", python, "--generate-hashes",
