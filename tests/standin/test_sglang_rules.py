@@ -29,11 +29,11 @@ from types import SimpleNamespace
 
 import pytest
 from ansible.module_utils import engine_args
+from sglang_sources import release_definition, release_path
 
 from sglang_standin import SGLANG_VERSION, config, sweep
 
 REPO = Path(__file__).resolve().parents[2]
-SOURCES = REPO / ".cache" / "sglang-sources"
 PACKAGE = REPO / "standin" / "sglang_standin"
 #: Each release's rule: its file and function.
 RULES = {
@@ -53,17 +53,14 @@ def standin(version: str, asked: int | None, context_len: int | None, pool: int)
 def release_rule(version: str):
     """The release's own function, compiled from its released file (its annotations dropped),
     as f(asked, context_len, token_capacity)."""
-    path = SOURCES / version / RULES[version][0]
-    if not path.is_file():
-        pytest.fail(f"{path} is missing: run `make sglang-sources` (make unit does)")
-    tree = ast.parse(path.read_text())
-    func = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == RULES[version][1])
+    func = release_definition(version, *RULES[version])
     func.decorator_list, func.returns = [], None
     for arg in func.args.args:
         arg.annotation = None
     schedule = SimpleNamespace(max_running_requests=None)
     namespace = {"logger": logging.getLogger("release-rule"), "get_schedule": lambda: schedule}
-    exec(compile(ast.Module(body=[func], type_ignores=[]), str(path), "exec"), namespace)
+    exec(compile(ast.Module(body=[func], type_ignores=[]), str(release_path(version, RULES[version][0])), "exec"),
+         namespace)
 
     def rule(asked, context_len, pool):
         schedule.max_running_requests = asked  # (0.5.23 reads the ask from get_schedule())
@@ -167,11 +164,7 @@ def test_num_continuous_decode_steps_changes_nothing_and_is_still_reported(start
 def release_names(version: str, file: str, owner: str) -> list[str]:
     """What the release's code names in owner: a dataclass's fields, or the keys of the dict a
     function returns last."""
-    path = SOURCES / version / file
-    if not path.is_file():
-        pytest.fail(f"{path} is missing: run `make sglang-sources` (make unit does)")
-    node = next(n for n in ast.walk(ast.parse(path.read_text()))
-                if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.name == owner)
+    node = release_definition(version, file, owner)
     if isinstance(node, ast.ClassDef):
         return [n.target.id for n in node.body if isinstance(n, ast.AnnAssign)]
     returned = [n.value for n in ast.walk(node) if isinstance(n, ast.Return) and isinstance(n.value, ast.Dict)][-1]

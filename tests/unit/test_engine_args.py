@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import sglang_engine_args_info
 from ansible.module_utils import engine_args
+from sglang_sources import release_path
 
 REPO = Path(__file__).resolve().parents[2]
 
-SOURCES = REPO / ".cache" / "sglang-sources"
 RELEASES = ("0.5.10.post1", "0.5.11", "0.5.23")
 # inventory/example's args and profiles, and flags a search tries
 EXAMPLE_FLAGS = ["model-path", "host", "port", "tp-size", "mem-fraction-static", "quantization",
@@ -22,10 +22,7 @@ EXAMPLE_FLAGS = ["model-path", "host", "port", "tp-size", "mem-fraction-static",
 
 
 def package(release):
-    path = SOURCES / release / "sglang"
-    if not path.is_dir():
-        pytest.fail(f"{path} is missing: run `make sglang-sources` (make unit does)")
-    return str(path)
+    return str(release_path(release))
 
 
 @pytest.mark.parametrize("release", RELEASES)
@@ -219,7 +216,7 @@ def test_what_sglangs_parser_refuses_is_refused(text):
 def test_human_readable_int_is_the_one_of_the_releases():
     """The same rule as each release's own (its source, the suffix table and the pattern)."""
     for release, line in (("0.5.10.post1", 2229), ("0.5.11", 2328), ("0.5.23", 3394)):
-        source = (SOURCES / release / "sglang" / "srt" / "utils" / "common.py").read_text().splitlines()
+        source = release_path(release, "sglang/srt/utils/common.py").read_text().splitlines()
         assert source[line - 1].startswith("def human_readable_int(value: str) -> int:"), release
         body = "\n".join(source[line - 1:line + 35])
         assert 'r"(\\d+(?:\\.\\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)"' in body and '"k": 10**3' in body and '"Ki": 2**10' in body

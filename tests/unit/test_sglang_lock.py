@@ -12,6 +12,7 @@ import sglang_venv_packages
 import yaml
 from ansible.module_utils.sglang_lock import LockError, compare, normalize, parse_lock
 from packaging.requirements import Requirement
+from sglang_sources import release_definition, release_path
 
 REPO = Path(__file__).resolve().parents[2]
 LOCKS = REPO / "roles/sglang/files/locks"
@@ -150,21 +151,17 @@ def test_the_lock_script_writes_what_the_parser_and_the_role_read(tmp_path):
     assert unknown.returncode == 2 and "not in the compatibility table" in unknown.stderr
 
 
-SOURCES = REPO / ".cache" / "sglang-sources"
-
-
 def request_path_rule(version: str) -> str:
     """What the release's metrics middleware (--enable-metrics) counts a matched request under:
-    the first element its _get_fastapi_request_path returns for a route that matched."""
-    for name in ("sglang/srt/utils/common.py", "sglang/srt/observability/http_request_metrics.py"):
-        path = SOURCES / version / name
-        if path.is_file() and "def _get_fastapi_request_path" in path.read_text():
-            func = next(n for n in ast.walk(ast.parse(path.read_text()))
-                        if isinstance(n, ast.FunctionDef) and n.name == "_get_fastapi_request_path")
-            matched = next(n.value for n in ast.walk(func) if isinstance(n, ast.Return)
-                           and isinstance(n.value, ast.Tuple) and ast.unparse(n.value.elts[1]) == "True")
-            return ast.unparse(matched.elts[0])
-    pytest.fail(f"no _get_fastapi_request_path in {SOURCES / version}: run `make sglang-sources` (make unit does)")
+    the first element its _get_fastapi_request_path returns for a route that matched (in
+    utils/common.py until it moved to observability/http_request_metrics.py)."""
+    name = next((name for name in ("sglang/srt/utils/common.py", "sglang/srt/observability/http_request_metrics.py")
+                 if "def _get_fastapi_request_path" in release_path(version, name).read_text()), None)
+    assert name, f"no _get_fastapi_request_path in SGLang {version}"
+    func = release_definition(version, name, "_get_fastapi_request_path")
+    matched = next(n.value for n in ast.walk(func) if isinstance(n, ast.Return)
+                   and isinstance(n.value, ast.Tuple) and ast.unparse(n.value.elts[1]) == "True")
+    return ast.unparse(matched.elts[0])
 
 
 @pytest.mark.parametrize("version", ["0.5.10.post1", "0.5.11", "0.5.23"])
