@@ -67,6 +67,18 @@ install() {  # install TARGET WHEEL...
   step "installed in $((($(date +%s%N) - t) / 1000000)) ms"
 }
 
+after_part1() {  # after_part1 [PATH...]: part1's site, model and launch scripts (and PATHs) are here
+  local need
+  for need in /tmp/site1 "$RUN/model/config.json" "$RUN/run_A.sh" "$@"; do
+    [ -e "$need" ] || { step "no $need: not the machine part1 (and the stages before this one) ran on"; return 1; }
+  done
+}
+
+# One small server on the GPU, as kvpool and loads start it: run_A.sh's environment and python (its
+# PYTHONPATH the two installs'), then ONE_SERVER and the stage's own flags.
+launch_head() { sed -n '1,/sglang.launch_server/p' "$RUN/run_A.sh" | sed 's#^export PYTHONPATH=.*#export PYTHONPATH=/tmp/site2:/tmp/site1#'; }
+ONE_SERVER="--model-path $RUN/model --host 127.0.0.1 --port 30000 --tp-size 1 --attention-backend triton --sampling-backend pytorch --grammar-backend none"
+
 smi_outputs() {  # smi_outputs DIR: what gpu_facts reads, and the rest of nvidia-smi's views
   mkdir -p "$1"
   local query
@@ -137,10 +149,7 @@ bench() {  # bench RESULT CONCURRENCY LABEL_PROFILE REPEAT URL [NUM_PROMPTS]
 
 part2() {
   step "part2 on $(hostname), budget ${BUDGET}s"
-  if [ ! -d /tmp/site1 ] || [ ! -f "$RUN/model/config.json" ] || [ ! -f "$RUN/run_A.sh" ]; then
-    step "no /tmp/site1, model or launch scripts: not the machine part1 ran on"
-    return 1
-  fi
+  after_part1 || return 1
   local wheels=()
   for w in "$REPO"/.whl2/*.whl; do case $w in */openai_harmony-*) ;; *) wheels+=("$w") ;; esac; done
   install /tmp/site2 "${wheels[@]}" || return 1
@@ -256,20 +265,13 @@ part3() {  # the A/B runs part2 had no time for, on A and B started again (same 
 
 kvpool() {  # one server at a time, each args set's KV pool (its "KV Cache is allocated" line)
   step "kvpool on $(hostname), budget ${BUDGET}s"
-  if [ ! -d /tmp/site1 ] || [ ! -f "$RUN/model/config.json" ] || [ ! -f "$RUN/run_A.sh" ]; then
-    step "no /tmp/site1, model or launch scripts: not the machine part1 ran on"
-    return 1
-  fi
+  after_part1 || return 1
   [ -d /tmp/site2 ] || install /tmp/site2 "$REPO"/.whl2/*.whl || return 1
-  # (run_A.sh's environment and python, with each set's flags instead of A's)
-  local head
-  head=$(sed -n '1,/sglang.launch_server/p' "$RUN/run_A.sh" | sed 's#^export PYTHONPATH=.*#export PYTHONPATH=/tmp/site2:/tmp/site1#')
-  local base="--model-path $RUN/model --host 127.0.0.1 --port 30000 --tp-size 1 --attention-backend triton --sampling-backend pytorch --grammar-backend none"
   local name args
   while IFS='|' read -r name args; do
     [ -n "$name" ] || continue
     [ "$(left)" -gt 90 ] || { step "skip $name: $(left) s left"; continue; }
-    printf '%s\n  %s %s\n' "$head" "$base" "$args" >"$RUN/run_kv_$name.sh"
+    printf '%s\n  %s %s\n' "$(launch_head)" "$ONE_SERVER" "$args" >"$RUN/run_kv_$name.sh"
     step "kv $name: $args"
     setsid bash "$RUN/run_kv_$name.sh" >"$LOGS/server_kv_$name.log" 2>&1 </dev/null &
     local pid=$!
@@ -299,15 +301,10 @@ smg() {  # smg 1.13.0 (.whl3/, made by wheels.sh) into /tmp/site_smg, for the lo
 
 loads() {  # real /v1/loads idle and under load, and smg 1.13.0 in front: which endpoint it polls
   step "loads on $(hostname), budget ${BUDGET}s"
-  if [ ! -d /tmp/site1 ] || [ ! -d /tmp/site_smg ] || [ ! -f "$RUN/model/config.json" ] || [ ! -f "$RUN/run_A.sh" ]; then
-    step "no /tmp/site1, /tmp/site_smg, model or launch scripts: not the machine part1 and smg ran on"
-    return 1
-  fi
+  after_part1 /tmp/site_smg || return 1
   [ -d /tmp/site2 ] || install /tmp/site2 "$REPO"/.whl2/*.whl || return 1
-  local head S=http://127.0.0.1:30000 R=http://127.0.0.1:30080 i
-  head=$(sed -n '1,/sglang.launch_server/p' "$RUN/run_A.sh" | sed 's#^export PYTHONPATH=.*#export PYTHONPATH=/tmp/site2:/tmp/site1#')
-  printf '%s\n  %s\n' "$head" "--model-path $RUN/model --host 127.0.0.1 --port 30000 --tp-size 1 --attention-backend triton \
-    --sampling-backend pytorch --grammar-backend none --enable-metrics --mem-fraction-static 0.5" >"$RUN/run_loads.sh"
+  local S=http://127.0.0.1:30000 R=http://127.0.0.1:30080 i
+  printf '%s\n  %s %s\n' "$(launch_head)" "$ONE_SERVER" "--enable-metrics --mem-fraction-static 0.5" >"$RUN/run_loads.sh"
   date +%s.%N >"$RUN/start_loads"
   setsid bash "$RUN/run_loads.sh" >"$LOGS/server_loads.log" 2>&1 </dev/null &
   local pid=$!
