@@ -82,10 +82,15 @@ def test_a_broken_rule_is_refused_by_the_check(host):
 
 
 def test_dashboard_queries_return_series_after_load(host):
-    # a few requests through the router, so SGLang's counters and histograms move
+    # Requests through the router, so SGLang's counters and histograms move. One goes out before
+    # each query, not all at the start: SGLang's histograms have no series until their first
+    # observation, and rate() needs a later scrape that sees the series grow. Six requests
+    # finished between two scrapes (CI, 2s scrapes) left ITL and e2e with a zero rate, NaN.
     body = '{"text": "The quick brown fox", "sampling_params": {"max_new_tokens": 24}}'
-    for _ in range(6):
-        host.check_output("curl -fsS -H 'Content-Type: application/json' http://127.0.0.1:30080/generate -d %s", body)
+
+    def generate():
+        host.check_output("curl -fsS -H 'Content-Type: application/json' "
+                          "http://127.0.0.1:30080/generate -d %s", body)
     queries = panel_queries()
     assert len(queries) >= 15
     names = " ".join(q for _, q in queries)
@@ -97,6 +102,7 @@ def test_dashboard_queries_return_series_after_load(host):
     empty = []
     for title, query in queries:
         def answered(query=query):
+            generate()
             result = api(host, "/api/v1/query", query=query)["result"]
             return result if any(math.isfinite(float(r["value"][1])) for r in result) else None
         if not wait_for(answered, timeout=20):
